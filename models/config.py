@@ -1,0 +1,225 @@
+"""The accumulator configuration: the one feature vector every engine speaks.
+
+A configuration says how a matrix unit computes one output element
+``d = c + sum_i a_i * b_i`` of one instruction (K products).  Field names are the project's
+vocabulary (shared/DESIGN.md); probes decide them, the numpy model and the z3 encoding
+evaluate them, presets fix them per device.
+
+algorithm
+    'fused'  fused dot-add blocks (seed 002 FDA, chained blocks = CoFDA; seed 000 Table II).
+    'fdrda'  AMD CDNA3 fused-dot-round-down-add (seed 002 FDRDA/CoFDRDA; with
+             interleave='even_odd' the fp8 GFDRDA/CoGFDRDA).
+    'sfma'   sequential IEEE fused multiply-adds, d = fma(a_k, b_k, ... fma(a_0, b_0, c)),
+             in the output format (seed 002 SFMA; seed 000 IV-A2 fp64 order).
+    'gps'    AMD CDNA2 group-pairwise-sum with IEEE binary32 operations (seed 002 GPS);
+             nfma is the group size G.
+nfma
+    products fused before one normalisation and rounding; the K products form K/nfma
+    consecutive blocks chained through the accumulator (CoFDA).
+neab
+    extra alignment bits beyond binary32's 23 fraction bits: the aligned significands keep
+    F = 23 + neab fraction bits below the largest exponent (V100 0, A100 1, H100 2,
+    Hopper/Ada fp8 -10).
+product_normalisation
+    'denormalised': a product is aligned with exponent e_a + e_b and a significand in
+    [0, 4) (two integer bits, seed 000 IV-A1); 'normalised': exponent floor(log2 |p|).
+align_rounding
+    what happens to bits shifted out at alignment: 'rz' truncation of the magnitude, 'rd'
+    truncation in two's complement, 'rne', or 'rz_sticky' (truncate, plus one sticky bit
+    below the F fraction bits, seed 000 IV-C stkbitenabled).
+carry_bits
+    bits above the two integer bits of the fixed-point sum; a sum that needs more wraps
+    (sign-magnitude).  None: unbounded.
+c_placement
+    'early': c is aligned and summed with the block's products; 'late': the block's products
+    are fused and rounded first, then the accumulator is added by one IEEE addition rounded
+    with late_rounding.
+interleave
+    'none'; 'pairs' (H100/B200 fp8 via mma.sync, seed 000 IV-A5: alternating pairs form two
+    groups summed separately, then combined with c late); 'even_odd' (CDNA3 fp8 GFDRDA).
+final_rounding, out_frac_bits
+    rounding of the fused sum to the output format, optionally at a reduced number of
+    fraction bits (13 on Ada QMMA / Hopper QGMMA fp8).
+late_rounding
+    rounding of the late additions (c_placement='late', interleave='pairs').
+flush
+    stages whose subnormals are flushed to zero: inputs, products, sums, output.
+nan
+    'canonical': NVIDIA's canonical NaN (0x7fffffff for binary32, 0x7fff for binary16);
+    'ieee': the format's default quiet NaN.
+product_overflow
+    products of magnitude >= 2**128 become infinities (CDNA3, seed 002 FDRDA step 2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import MmaprobeError
+from .formats import ROUNDING_MODES, FormatError, get_format
+
+ALGORITHMS = ("fused", "fdrda", "sfma", "gps")
+NORMALISATIONS = ("denormalised", "normalised")
+ALIGN_ROUNDINGS = ("rz", "rd", "rne", "rz_sticky")
+PLACEMENTS = ("early", "late")
+INTERLEAVES = ("none", "pairs", "even_odd")
+FLUSH_STAGES = ("inputs", "products", "sums", "output")
+NAN_STYLES = ("canonical", "ieee")
+
+#: binary32's fraction bits; neab counts alignment bits beyond these (seed 000 Sec. II).
+ACC_FRACTION_BITS = 23
+
+
+class ConfigError(MmaprobeError, ValueError):
+    """A configuration field has a value outside its domain."""
+
+
+@dataclass(frozen=True)
+class AccumulatorConfig:
+    in_format: str
+    k: int
+    c_format: str = "binary32"
+    out_format: str = "binary32"
+    algorithm: str = "fused"
+    nfma: int = 0  # 0 means k
+    neab: int = 0
+    product_normalisation: str = "denormalised"
+    align_rounding: str = "rz"
+    carry_bits: int | None = None
+    c_placement: str = "early"
+    interleave: str = "none"
+    final_rounding: str = "rz"
+    out_frac_bits: int | None = None
+    late_rounding: str = "rne"
+    flush: tuple[str, ...] = field(default_factory=tuple)
+    nan: str = "canonical"
+    product_overflow: bool = False
+
+    def __post_init__(self) -> None:
+        # Canonicalise format names and defaults so equal configurations compare equal.
+        for name in ("in_format", "c_format", "out_format"):
+            try:
+                object.__setattr__(self, name, get_format(getattr(self, name)).name)
+            except FormatError as e:
+                raise ConfigError(f"{name}: {e}") from None
+        if self.nfma == 0:
+            object.__setattr__(self, "nfma", self.k)
+        object.__setattr__(self, "flush", tuple(sorted(set(self.flush),
+                                                       key=FLUSH_STAGES.index)
+                                                if set(self.flush) <= set(FLUSH_STAGES)
+                                                else self.flush))
+        self.validate()
+
+    # -- checks ---------------------------------------------------------------
+    def validate(self) -> None:
+        def need(cond: bool, fieldname: str, expected: str) -> None:
+            if not cond:
+                raise ConfigError(f"{fieldname}: got {getattr(self, fieldname)!r}, "
+                                  f"expected {expected}")
+
+        need(isinstance(self.k, int) and self.k >= 1, "k", "a positive integer")
+        need(self.algorithm in ALGORITHMS, "algorithm", f"one of {ALGORITHMS}")
+        need(isinstance(self.nfma, int) and 1 <= self.nfma <= self.k
+             and self.k % self.nfma == 0, "nfma", f"a divisor of k={self.k}")
+        need(isinstance(self.neab, int) and -23 <= self.neab <= 40, "neab",
+             "an integer in [-23, 40]")
+        need(self.product_normalisation in NORMALISATIONS, "product_normalisation",
+             f"one of {NORMALISATIONS}")
+        need(self.align_rounding in ALIGN_ROUNDINGS, "align_rounding",
+             f"one of {ALIGN_ROUNDINGS}")
+        need(self.carry_bits is None or (isinstance(self.carry_bits, int)
+                                         and 0 <= self.carry_bits <= 16),
+             "carry_bits", "null or an integer in [0, 16]")
+        need(self.c_placement in PLACEMENTS, "c_placement", f"one of {PLACEMENTS}")
+        need(self.interleave in INTERLEAVES, "interleave", f"one of {INTERLEAVES}")
+        need(self.final_rounding in ROUNDING_MODES, "final_rounding",
+             f"one of {ROUNDING_MODES}")
+        need(self.late_rounding in ROUNDING_MODES, "late_rounding",
+             f"one of {ROUNDING_MODES}")
+        need(set(self.flush) <= set(FLUSH_STAGES), "flush", f"a subset of {FLUSH_STAGES}")
+        need(self.nan in NAN_STYLES, "nan", f"one of {NAN_STYLES}")
+        need(isinstance(self.product_overflow, bool), "product_overflow", "true or false")
+        out = get_format(self.out_format)
+        need(self.out_frac_bits is None or (isinstance(self.out_frac_bits, int)
+                                            and 1 <= self.out_frac_bits <= out.t),
+             "out_frac_bits", f"null or an integer in [1, {out.t}]")
+        need(out.name in ("binary32", "binary16", "bfloat16", "binary64"), "out_format",
+             "binary64, binary32, binary16 or bfloat16")
+        if self.interleave == "pairs":
+            need(self.algorithm == "fused" and self.k % 4 == 0 and self.nfma == self.k // 2,
+                 "interleave", "'pairs' only with algorithm 'fused', k a multiple of 4 and "
+                 "nfma = k/2 (two interleaved groups)")
+        if self.interleave == "even_odd":
+            need(self.algorithm == "fdrda" and self.nfma % 2 == 0, "interleave",
+                 "'even_odd' only with algorithm 'fdrda' and an even nfma")
+        if self.algorithm == "sfma":
+            need(self.nfma == 1, "nfma", "1 for algorithm 'sfma'")
+        if self.algorithm == "gps":
+            need(self.nfma & (self.nfma - 1) == 0, "nfma",
+                 "a power of two (the GPS group size)")
+            need(self.out_format == "binary32" and self.c_format == "binary32",
+                 "out_format", "binary32 for algorithm 'gps'")
+        if self.algorithm == "fdrda":
+            need(self.out_format == "binary32" and self.c_format == "binary32",
+                 "out_format", "binary32 for algorithm 'fdrda'")
+
+    # -- derived -----------------------------------------------------------------
+    @property
+    def frac_bits(self) -> int:
+        """F: fraction bits kept below the largest exponent at alignment."""
+        return ACC_FRACTION_BITS + self.neab
+
+    @property
+    def blocks(self) -> int:
+        return self.k // self.nfma
+
+    def replace(self, **changes: Any) -> AccumulatorConfig:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["flush"] = list(self.flush)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str = "configuration") -> AccumulatorConfig:
+        if not isinstance(data, dict):
+            raise ConfigError(f"{where}: expected a mapping of configuration fields")
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; "
+                              f"valid fields: {', '.join(sorted(names))}")
+        for req in ("in_format", "k"):
+            if req not in data:
+                raise ConfigError(f"{where}: missing required field {req!r}")
+        data = dict(data)
+        if "flush" in data:
+            fl = data["flush"]
+            if fl is None:
+                fl = []
+            if isinstance(fl, str):
+                fl = [fl]
+            data["flush"] = tuple(fl)
+        try:
+            return cls(**data)
+        except ConfigError as e:
+            raise ConfigError(f"{where}: {e}") from None
+        except TypeError as e:
+            raise ConfigError(f"{where}: {e}") from None
+
+    def describe(self) -> str:
+        """One line naming the non-default features."""
+        parts = [f"{self.in_format}->{self.out_format}", f"k={self.k}", self.algorithm]
+        if self.algorithm in ("fused", "fdrda"):
+            parts += [f"nfma={self.nfma}", f"neab={self.neab}"]
+        defaults = AccumulatorConfig(in_format=self.in_format, k=self.k)
+        for f in dataclasses.fields(self):
+            if f.name in ("in_format", "out_format", "k", "algorithm", "nfma", "neab"):
+                continue
+            v = getattr(self, f.name)
+            if v != getattr(defaults, f.name):
+                parts.append(f"{f.name}={v if not isinstance(v, tuple) else ','.join(v)}")
+        return " ".join(parts)

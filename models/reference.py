@@ -1,0 +1,467 @@
+"""The plain exact reference: one row at a time, with Python integers and Fractions.
+
+This is the specification of every configuration field, written for clarity rather than
+speed; the vectorised model (:mod:`mmaprobe.models.accumulator`) and the z3 encoding must
+agree with it bit for bit.  ``trace`` (a list) receives the steps in words, which is what
+``mmaprobe eval --explain`` prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .config import AccumulatorConfig
+from .formats import Format, get_format, round_fraction, round_to_bits
+
+#: CDNA3 FDRDA: the dot product is rounded down at 31 fraction bits when c is added
+#: (seed 002, Sec. IV-F step 6).
+FDRDA_DOT_BITS = 31
+#: CDNA3 GFDRDA: c is rounded toward zero, not down, when e_c < e_max - 25 (IV-H step 8).
+GFDRDA_C_RZ_BELOW = 25
+
+BINARY32 = get_format("binary32")
+
+
+@dataclass
+class Term:
+    """One addend: (-1)**sign * sig * 2**lsb, aligned as if its exponent were ``exp``."""
+
+    sign: int
+    sig: int
+    lsb: int
+    exp: int
+    name: str
+
+    @property
+    def value(self) -> Fraction:
+        v = Fraction(self.sig) * _p2(self.lsb)
+        return -v if self.sign else v
+
+
+class Special(Exception):
+    """Raised inside a block when the result is decided by special values."""
+
+    def __init__(self, kind: str, sign: int = 0):
+        super().__init__(kind)
+        self.kind, self.sign = kind, sign
+
+
+def _p2(e: int) -> Fraction:
+    return Fraction(1 << e) if e >= 0 else Fraction(1, 1 << -e)
+
+
+def _floor_log2(x: Fraction) -> int:
+    x = abs(x)
+    e = x.numerator.bit_length() - x.denominator.bit_length()
+    return e if x >= _p2(e) else e - 1
+
+
+def nan_bits(cfg: AccumulatorConfig, fmt: Format) -> int:
+    if cfg.nan == "canonical":
+        # NVIDIA's canonical NaN: all ones but the sign (seed 002, FDA step 1).
+        return (1 << (fmt.bits - 1)) - 1
+    return fmt.nan_bits()
+
+
+def _out(fmt: Format, x: Fraction, mode: str, cfg: AccumulatorConfig, zero_sign: int,
+         frac_bits: int | None = None, flush: bool = False, overflow_inf: bool = True) -> int:
+    """Round an exact result to fmt, the matrix units' way: overflow gives infinity."""
+    p = fmt.p if frac_bits is None else frac_bits + 1
+    if x == 0:
+        return fmt.zero_bits(zero_sign)
+    sign, sig, exp = round_fraction(x, p, fmt.emin, mode)
+    if overflow_inf and exp > fmt.emax:
+        return fmt.inf_bits(sign)
+    bits = round_to_bits(x, fmt, mode, p=p, zero_sign=sign)
+    if flush and abs(x) < fmt.fmin:
+        return fmt.zero_bits(sign)
+    return bits
+
+
+# -- decoding and products ---------------------------------------------------
+
+def _decode(fmt: Format, bits: int, name: str, flush: bool, trace) -> tuple:
+    cls, sign, sig, exp = fmt.decode(bits)
+    if cls == "finite" and flush and sig < (1 << fmt.t):
+        if trace is not None:
+            trace.append(f"  {name}: subnormal flushed to +0")
+        return ("zero", 0, 0, fmt.emin)
+    return cls, sign, sig, exp
+
+
+def _products(cfg, fin: Format, a: list[int], b: list[int], base: int, trace) -> list:
+    """Exact products as Terms, or special markers ('nan'/'inf', sign)."""
+    flush_in = "inputs" in cfg.flush
+    out = []
+    for i, (ab, bb) in enumerate(zip(a, b)):
+        ca, sa, ma, ea = _decode(fin, ab, f"a{base + i}", flush_in, trace)
+        cb, sb, mb, eb = _decode(fin, bb, f"b{base + i}", flush_in, trace)
+        s = sa ^ sb
+        if "nan" in (ca, cb) or {ca, cb} == {"inf", "zero"}:
+            out.append(("nan", 0))
+            continue
+        if "inf" in (ca, cb):
+            out.append(("inf", s))
+            continue
+        sig, lsb, exp = ma * mb, ea + eb - 2 * fin.t, ea + eb
+        if sig and cfg.product_normalisation == "normalised":
+            exp = lsb + sig.bit_length() - 1
+        t = Term(s, sig, lsb, exp, f"p{base + i}")
+        if sig and cfg.product_overflow and abs(t.value) >= _p2(128):
+            out.append(("inf", s))
+            continue
+        if sig and "products" in cfg.flush and abs(t.value) < BINARY32.fmin:
+            if trace is not None:
+                trace.append(f"  {t.name}: subnormal product flushed to zero")
+            t = Term(s, 0, lsb, exp, t.name)
+        out.append(t)
+    return out
+
+
+def _c_term(cfg, fmt: Format, bits: int, trace, flush: bool) -> Term | tuple:
+    cls, s, m, e = _decode(fmt, bits, "c", flush, trace)
+    if cls == "nan":
+        return ("nan", 0)
+    if cls == "inf":
+        return ("inf", s)
+    return Term(s, m, e - fmt.t, e, "c")
+
+
+def _specials(items: list) -> None:
+    """FDA step 1 (seed 002): NaN wins; +inf with -inf is NaN; else the infinity."""
+    kinds = [x for x in items if isinstance(x, tuple)]
+    if not kinds:
+        return
+    if any(k == "nan" for k, _ in kinds):
+        raise Special("nan")
+    signs = {s for _, s in kinds}
+    if len(signs) == 2:
+        raise Special("nan")
+    raise Special("inf", signs.pop())
+
+
+def _describe(t: Term) -> str:
+    return f"{'-' if t.sign else '+'}{t.sig} x 2^{t.lsb} (exponent {t.exp})"
+
+
+# -- the fused sum ---------------------------------------------------------------
+
+def _align(t: Term, q: int, mode: str) -> int:
+    """Signed integer multiple of 2**q representing t after alignment (see config)."""
+    if t.lsb >= q:
+        n = t.sig << (t.lsb - q)
+        return -n if t.sign else n
+    shift = q - t.lsb
+    mag, rem = t.sig >> shift, t.sig & ((1 << shift) - 1)
+    if mode == "rz":
+        pass
+    elif mode == "rd":
+        if t.sign and rem:
+            mag += 1
+    elif mode == "rne":
+        half = 1 << (shift - 1)
+        if rem > half or (rem == half and mag & 1):
+            mag += 1
+    elif mode == "rz_sticky":
+        # units of 2**(q-1): truncated bits, then one sticky bit (caller halves q)
+        raise AssertionError("rz_sticky is handled by aligning at q - 1")
+    return -mag if t.sign else mag
+
+
+def fused_sum(cfg: AccumulatorConfig, terms: list[Term], trace,
+              frac_bits: int | None = None) -> tuple[Fraction, int, bool]:
+    """Align terms to their largest exponent keeping F fraction bits and add them exactly.
+
+    Returns (value, emax, all_zero_negative): the exact fixed-point result, the alignment
+    exponent, and for an all-zero input whether IEEE would give -0.
+    """
+    F = cfg.frac_bits if frac_bits is None else frac_bits
+    live = [t for t in terms if t.sig]
+    if not live:
+        neg = bool(terms) and all(t.sign for t in terms)
+        return Fraction(0), 0, neg
+    emax = max(t.exp for t in live)
+    q = emax - F
+    if trace is not None:
+        trace.append(f"  alignment exponent {emax}; keep F={F} fraction bits: quantum 2^{q}")
+    total = 0
+    unit = q
+    if cfg.align_rounding == "rz_sticky":
+        unit = q - 1
+        for t in live:
+            n = _align(t, q, "rz")
+            exact = Fraction(abs(n)) * _p2(q) == abs(t.value)
+            a = 2 * abs(n) + (0 if exact else 1)
+            total += -a if t.sign else a
+            if trace is not None:
+                trace.append(f"    {t.name}: {_describe(t)} -> {'-' if t.sign else ''}"
+                             f"{a} x 2^{unit}{'' if exact else ' (sticky set)'}")
+    else:
+        for t in live:
+            n = _align(t, q, cfg.align_rounding)
+            total += n
+            if trace is not None:
+                dropped = t.value - Fraction(n) * _p2(q)
+                trace.append(f"    {t.name}: {_describe(t)} -> {n} x 2^{q}"
+                             + (f" (dropped {dropped})" if dropped else ""))
+    if cfg.carry_bits is not None:
+        limit = 1 << (F + 2 + cfg.carry_bits + (unit < q))
+        if abs(total) >= limit:
+            wrapped = abs(total) % limit
+            if trace is not None:
+                trace.append(f"  carry overflow: |{total}| >= 2^{limit.bit_length() - 1}, "
+                             f"wraps to {wrapped}")
+            total = -wrapped if total < 0 else wrapped
+    value = Fraction(total) * _p2(unit)
+    if trace is not None:
+        trace.append(f"  fixed-point sum {total} x 2^{unit} = {value}")
+    return value, emax, False
+
+
+def _zero_sign(mode: str, all_zero_negative: bool, any_live: bool) -> int:
+    if not any_live:
+        return int(all_zero_negative)
+    return int(mode == "rd")
+
+
+# -- blocks ----------------------------------------------------------------------------
+
+def _fused_block(cfg, fin, fout, acc_fmt, a, b, acc_bits, base, trace, first) -> int:
+    flush_c = "inputs" in cfg.flush if first else "sums" in cfg.flush
+    prods = _products(cfg, fin, a, b, base, trace)
+    cterm = _c_term(cfg, acc_fmt, acc_bits, trace, flush_c)
+    try:
+        _specials(prods + [cterm])
+    except Special as s:
+        if trace is not None:
+            trace.append(f"  special values decide the result: {s.kind}")
+        return nan_bits(cfg, fout) if s.kind == "nan" else fout.inf_bits(s.sign)
+    flush_out = "output" in cfg.flush
+    mode = cfg.final_rounding
+    if cfg.interleave == "pairs":
+        groups = [[p for i, p in enumerate(prods) if (i // 2) % 2 == g] for g in (0, 1)]
+        gbits = []
+        for g, grp in enumerate(groups):
+            if trace is not None:
+                trace.append(f"  group {g} (alternating pairs):")
+            v, _, neg = fused_sum(cfg, grp, trace)
+            live = any(t.sig for t in grp)
+            gbits.append(_out(BINARY32, v, mode, cfg, _zero_sign(mode, neg, live),
+                              cfg.out_frac_bits))
+            if trace is not None:
+                trace.append(f"  group {g} rounded ({mode}) to binary32: {gbits[-1]:#010x}")
+        s = _ieee_add(BINARY32, gbits[0], BINARY32, gbits[1], BINARY32, cfg.late_rounding)
+        d = _ieee_add(BINARY32, s, acc_fmt, acc_bits, fout, cfg.late_rounding)
+        if trace is not None:
+            trace.append(f"  groups added ({cfg.late_rounding}): {s:#010x}; "
+                         f"then c: {d:#x}")
+        return d
+    if cfg.c_placement == "early":
+        terms = prods + [cterm]
+        v, _, neg = fused_sum(cfg, terms, trace)
+        live = any(t.sig for t in terms)
+        d = _out(fout, v, mode, cfg, _zero_sign(mode, neg, live), cfg.out_frac_bits,
+                 flush_out)
+        if trace is not None:
+            trace.append(f"  normalise and round ({mode}"
+                         f"{'' if cfg.out_frac_bits is None else f', {cfg.out_frac_bits} fraction bits'})"
+                         f" to {fout.name}: {d:#x}")
+        return d
+    # late: the products are fused and rounded, then the accumulator is added.
+    v, _, neg = fused_sum(cfg, prods, trace)
+    live = any(t.sig for t in prods)
+    s = _out(fout, v, mode, cfg, _zero_sign(mode, neg, live), cfg.out_frac_bits)
+    d = _ieee_add(fout, s, acc_fmt, acc_bits, fout, cfg.late_rounding, flush_out)
+    if trace is not None:
+        trace.append(f"  products rounded ({mode}) to {fout.name}: {s:#x}; "
+                     f"c added late ({cfg.late_rounding}): {d:#x}")
+    return d
+
+
+def _fdrda_block(cfg, fin, a, b, acc_bits, base, trace, first) -> int:
+    """CDNA3 FDRDA / GFDRDA (seed 002, Sec. IV-F and IV-H)."""
+    fout = BINARY32
+    prods = _products(cfg, fin, a, b, base, trace)
+    cterm = _c_term(cfg, BINARY32, acc_bits, trace, "inputs" in cfg.flush)
+    try:
+        _specials(prods + [cterm])
+    except Special as s:
+        return nan_bits(cfg, fout) if s.kind == "nan" else fout.inf_bits(s.sign)
+    F = cfg.frac_bits
+    if cfg.interleave == "even_odd":
+        parts = []
+        for g in (0, 1):
+            grp = [p for i, p in enumerate(prods) if i % 2 == g]
+            v, e, _ = fused_sum(cfg, grp, trace)
+            if any(t.sig for t in grp):
+                parts.append((v, e))
+        if parts:
+            e_dot = max(e for _, e in parts)
+            q = e_dot - F
+            # groups aligned to e_dot, rounded down at F fraction bits (step 6)
+            dot = sum((Fraction(_floor_div(v, _p2(q))) * _p2(q) for v, _ in parts),
+                      Fraction(0))
+            if trace is not None:
+                trace.append(f"  even/odd groups rounded down to 2^{q}: dot = {dot}")
+        else:
+            e_dot, dot = None, Fraction(0)
+    else:
+        dot, e_dot, _ = fused_sum(cfg, prods, trace)
+        if not any(t.sig for t in prods):
+            e_dot = None
+    live = [x for x in (e_dot, cterm.exp if cterm.sig else None) if x is not None]
+    if not live:
+        neg = all(t.sign for t in prods) and cterm.sign == 1
+        return fout.zero_bits(int(neg))
+    e_max = max(live)
+    dot_r = Fraction(_floor_div(dot, _p2(e_max - FDRDA_DOT_BITS))) * _p2(e_max - FDRDA_DOT_BITS)
+    cq = _p2(e_max - F)
+    cv = cterm.value
+    if cfg.interleave == "even_odd" and cterm.sig and cterm.exp < e_max - GFDRDA_C_RZ_BELOW:
+        c_r = Fraction(int(cv / cq)) * cq  # toward zero
+    else:
+        c_r = Fraction(_floor_div(cv, cq)) * cq
+    total = dot_r + c_r
+    if trace is not None:
+        trace.append(f"  e_max {e_max}: dot rounded down at 2^{e_max - FDRDA_DOT_BITS} -> "
+                     f"{dot_r}; c rounded at 2^{e_max - F} -> {c_r}; sum {total}")
+    return _out(fout, total, cfg.final_rounding, cfg,
+                _zero_sign(cfg.final_rounding, False, True), cfg.out_frac_bits,
+                "output" in cfg.flush)
+
+
+def _floor_div(x: Fraction, q: Fraction) -> int:
+    return (x / q).__floor__()
+
+
+# -- IEEE operations (SFMA, GPS, late additions) --------------------------------------
+
+def _ieee_round(fmt: Format, x: Fraction, mode: str, zero_sign: int, flush: bool) -> int:
+    if x == 0:
+        return fmt.zero_bits(zero_sign)
+    bits = round_to_bits(x, fmt, mode, zero_sign=int(x < 0))
+    if flush and abs(x) < fmt.fmin:
+        # flush a subnormal (or underflowing) result to zero, keeping its sign
+        return fmt.zero_bits(int(x < 0))
+    if flush:
+        cls, _, sig, _ = fmt.decode(bits)
+        if cls == "finite" and sig < (1 << fmt.t):
+            return fmt.zero_bits(int(x < 0))
+    return bits
+
+
+def _ieee_sum(fmt_out: Format, operands: list[tuple[Format, int]], mode: str,
+              flush: bool = False, product: tuple | None = None) -> int:
+    """Exact sum of operands (and optionally one exact product), rounded once: IEEE."""
+    vals, signs, infs, nan = [], [], set(), False
+    items = list(operands)
+    for fmt, bits in items:
+        cls, s, _, _ = fmt.decode(bits)
+        if cls == "nan":
+            nan = True
+        elif cls == "inf":
+            infs.add(s)
+        else:
+            vals.append(fmt.to_fraction(bits))
+            signs.append(s)
+    if product is not None:
+        (fa, ab), (fb, bb) = product
+        ca, sa, _, _ = fa.decode(ab)
+        cb, sb, _, _ = fb.decode(bb)
+        if "nan" in (ca, cb) or {ca, cb} == {"inf", "zero"}:
+            nan = True
+        elif "inf" in (ca, cb):
+            infs.add(sa ^ sb)
+        else:
+            vals.append(fa.to_fraction(ab) * fb.to_fraction(bb))
+            signs.append(sa ^ sb)
+    if nan or len(infs) == 2:
+        return fmt_out.nan_bits()
+    if infs:
+        return fmt_out.inf_bits(infs.pop())
+    x = sum(vals, Fraction(0))
+    if x == 0:
+        if all(v == 0 for v in vals):
+            zs = int(all(signs)) if mode != "rd" else int(any(signs))
+        else:
+            zs = int(mode == "rd")
+        return fmt_out.zero_bits(zs)
+    return _ieee_round(fmt_out, x, mode, 0, flush)
+
+
+def _ieee_add(fx: Format, x: int, fy: Format, y: int, fout: Format, mode: str,
+              flush: bool = False) -> int:
+    return _ieee_sum(fout, [(fx, x), (fy, y)], mode, flush)
+
+
+def _sfma(cfg, fin, fc, fout, a, b, c, trace) -> int:
+    acc, acc_fmt = c, fc
+    for i, (ab, bb) in enumerate(zip(a, b)):
+        acc = _ieee_sum(fout, [(acc_fmt, acc)], cfg.final_rounding,
+                        "output" in cfg.flush, product=((fin, ab), (fin, bb)))
+        acc_fmt = fout
+        if trace is not None:
+            trace.append(f"  fma step {i}: {acc:#x} = {fout.to_float(acc)!r}")
+    return acc
+
+
+def _gps(cfg, fin, a, b, c, trace) -> int:
+    """CDNA2 group-pairwise-sum with sign-preserving flushes (seed 002, Alg. 2 and 3)."""
+    f32, mode = BINARY32, "rne"
+
+    def flush_in(fmt, bits):
+        cls, _, sig, _ = fmt.decode(bits)
+        if cls == "finite" and sig < (1 << fmt.t):
+            return fmt.zero_bits(0)
+        return bits
+
+    prods = []
+    for ab, bb in zip(a, b):
+        ab, bb = flush_in(fin, ab), flush_in(fin, bb)
+        prods.append(_ieee_sum(f32, [], mode, True, product=((fin, ab), (fin, bb))))
+
+    def pairwise(ps):
+        if len(ps) == 1:
+            return ps[0]
+        h = len(ps) // 2
+        return _ieee_add(f32, pairwise(ps[:h]), f32, pairwise(ps[h:]), f32, mode, True)
+
+    d = flush_in(f32, c)
+    G = cfg.nfma
+    for k in range(0, cfg.k, G):
+        g = pairwise(prods[k:k + G])
+        d = _ieee_add(f32, d, f32, g, f32, mode, True)
+        if trace is not None:
+            trace.append(f"  group {k // G}: sum {g:#010x}; accumulator {d:#010x}")
+    return d
+
+
+# -- entry point ------------------------------------------------------------------------
+
+def reference_dot(cfg: AccumulatorConfig, a: list[int], b: list[int], c: int,
+                  trace: list[str] | None = None) -> int:
+    """d = c + sum a_i b_i for one row of bit patterns, exactly as cfg specifies."""
+    fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
+                     get_format(cfg.out_format))
+    a, b = [int(x) for x in a], [int(x) for x in b]
+    if len(a) != cfg.k or len(b) != cfg.k:
+        raise ValueError(f"expected k={cfg.k} values in a and b, got {len(a)} and {len(b)}")
+    if cfg.algorithm == "sfma":
+        return _sfma(cfg, fin, fc, fout, a, b, int(c), trace)
+    if cfg.algorithm == "gps":
+        return _gps(cfg, fin, a, b, int(c), trace)
+    n = cfg.k if cfg.interleave == "pairs" else cfg.nfma
+    acc, acc_fmt = int(c), fc
+    for blk in range(cfg.k // n):
+        lo = blk * n
+        if trace is not None:
+            trace.append(f"block {blk} (products {lo}..{lo + n - 1}):")
+        if cfg.algorithm == "fdrda":
+            acc = _fdrda_block(cfg, fin, a[lo:lo + n], b[lo:lo + n], acc, lo, trace,
+                               blk == 0)
+        else:
+            acc = _fused_block(cfg, fin, fout, acc_fmt, a[lo:lo + n], b[lo:lo + n], acc, lo,
+                               trace, blk == 0)
+        acc_fmt = fout
+    return acc

@@ -1,0 +1,5 @@
+import sys
+
+from mmaprobe.vectors.cli import main
+
+sys.exit(main())
