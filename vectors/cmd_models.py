@@ -1,0 +1,314 @@
+"""Commands on the model: presets, eval, validate, gemm, bench."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import yaml
+from mmaprobe.models.accumulator import evaluate
+from mmaprobe.models.config import AccumulatorConfig
+from mmaprobe.models.errors import InputError
+from mmaprobe.models.formats import Format, get_format
+from mmaprobe.models.presets import get_preset, list_presets
+from mmaprobe.models.reference import reference_dot
+
+
+def default_hwdata() -> Path:
+    """$MMAPROBE_HWDATA, else ../shared/hwdata beside the working directory or checkout."""
+    env = os.environ.get("MMAPROBE_HWDATA")
+    if env:
+        return Path(env)
+    for base in (Path.cwd(), Path(__file__).resolve().parents[1]):
+        cand = base.parent / "shared" / "hwdata"
+        if cand.is_dir():
+            return cand
+    raise InputError("no dataset directory given and ../shared/hwdata not found; "
+                     "pass DATA_DIR or set MMAPROBE_HWDATA")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("presets", help="list the device presets and their sources")
+    p.add_argument("--device", help="only this device (e.g. H100)")
+    p.add_argument("--verbose", "-v", action="store_true", help="show every field")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_presets)
+
+    p = sub.add_parser("eval", help="evaluate one dot product d = c + sum a_i*b_i")
+    add_config_args(p)
+    p.add_argument("--a", required=True, help="k comma-separated values: decimal or 0x bits")
+    p.add_argument("--b", required=True, help="k comma-separated values: decimal or 0x bits")
+    p.add_argument("--c", default="0", help="c: decimal or 0x bits (default 0)")
+    p.add_argument("--explain", action="store_true", help="print the steps")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("validate", help="check presets bit for bit against recorded GPU "
+                                        "outputs (MATLAB-tensor-core model_validation layout)")
+    p.add_argument("data_dir", nargs="?", help="dataset root (default: ../shared/hwdata "
+                                               "beside the checkout)")
+    p.add_argument("--gpu", action="append", help="only this GPU folder (repeatable)")
+    p.add_argument("--limit", type=int, help="first N rows of each file")
+    p.add_argument("--show", type=int, default=3, help="mismatching rows shown per combination")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("gemm", help="D = alpha*A*B + beta*C chained over K on a preset")
+    add_config_args(p)
+    p.add_argument("--A", dest="A", help="A as a .npy file or a text file (rows of numbers)")
+    p.add_argument("--B", dest="B", help="B, same forms")
+    p.add_argument("--C", dest="C", help="C, same forms (default 0)")
+    p.add_argument("--alpha", type=float, default=1.0)
+    p.add_argument("--beta", type=float, default=0.0)
+    p.add_argument("--scheme", choices=["ab_first", "c_first"], default="ab_first",
+                   help="ab_first: unit sums A*B, alpha/beta applied after in binary32 "
+                        "(default); c_first: beta*C is the unit's first accumulator")
+    p.add_argument("--hazard", action="store_true",
+                   help="run the seed 004 Sec. V porting-hazard matrices (m=n=k=8192)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_gemm)
+
+    p = sub.add_parser("bench", help="print dot products per second (and solver times)")
+    p.add_argument("--preset", action="append", help="preset to time (repeatable)")
+    p.add_argument("--rows", type=int, default=10**6)
+    p.add_argument("--smt", action="store_true", help="also time the SMT queries")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_bench)
+
+
+# -- shared argument handling ------------------------------------------------------
+
+def add_config_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--preset", help="a preset name (see `mmaprobe presets`)")
+    g.add_argument("--config", help="a configuration YAML file (AccumulatorConfig fields)")
+
+
+def load_config_file(path: str) -> AccumulatorConfig:
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise InputError(f"{path}: {e.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else path
+        raise InputError(f"{where}: malformed YAML: {getattr(e, 'problem', e)}") from None
+    return AccumulatorConfig.from_dict(data, path)
+
+
+def config_from_args(args) -> tuple[str, AccumulatorConfig]:
+    if getattr(args, "preset", None):
+        p = get_preset(args.preset)
+        return p.name, p.config
+    return args.config, load_config_file(args.config)
+
+
+def parse_value(text: str, fmt: Format, what: str) -> tuple[int, bool]:
+    """'0x3c00' -> bits; a decimal -> RNE bits. Returns (bits, was_rounded)."""
+    s = text.strip()
+    try:
+        if s.lower().startswith(("0x", "-0x")) and not s.startswith("-"):
+            bits = int(s, 16)
+            fmt.decode(bits)
+            return bits, False
+        low = s.lower()
+        if low in ("inf", "+inf", "-inf", "nan"):
+            if low == "nan":
+                return fmt.nan_bits(), False
+            return fmt.inf_bits(int(low.startswith("-"))), False
+        x = Fraction(s)
+    except (ValueError, ZeroDivisionError):
+        raise InputError(f"{what}: cannot read {text!r} as a decimal number or 0x bit "
+                         f"pattern") from None
+    if s.startswith("-") and x == 0:
+        return fmt.zero_bits(1), False
+    bits = fmt.from_fraction(x, "rne")
+    return bits, fmt.decode(bits)[0] in ("finite", "zero") and fmt.to_fraction(bits) != x
+
+
+def show(fmt: Format, bits: int) -> str:
+    width = (fmt.width + 3) // 4
+    return f"0x{bits:0{width}x} ({fmt.to_float(bits)!r})"
+
+
+# -- presets -----------------------------------------------------------------------------
+
+def cmd_presets(args) -> int:
+    ps = [p for p in list_presets()
+          if not args.device or p.device.lower() == args.device.lower()]
+    if args.device and not ps:
+        devices = sorted({p.device for p in list_presets()})
+        raise InputError(f"unknown device {args.device!r}; devices: {', '.join(devices)}")
+    if args.json:
+        print(json.dumps([{"name": p.name, "device": p.device, "architecture": p.architecture,
+                           "instruction": p.instruction, "citation": p.citation,
+                           "config": p.config.to_dict()} for p in ps], indent=1))
+        return 0
+    for p in ps:
+        print(f"{p.name:28s} {p.config.describe()}")
+        print(f"{'':28s} {p.instruction}; {p.citation}")
+        if args.verbose:
+            print(yaml.safe_dump(p.config.to_dict(), sort_keys=False).rstrip().replace(
+                "\n", "\n" + " " * 29).join([" " * 29, ""]))
+    print(f"{len(ps)} presets", file=sys.stderr)
+    return 0
+
+
+# -- eval -------------------------------------------------------------------------------
+
+def cmd_eval(args) -> int:
+    name, cfg = config_from_args(args)
+    fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
+                     get_format(cfg.out_format))
+    a_txt, b_txt = args.a.split(","), args.b.split(",")
+    if len(a_txt) != cfg.k or len(b_txt) != cfg.k:
+        raise InputError(f"{name} has k={cfg.k}: --a and --b need {cfg.k} comma-separated "
+                         f"values each, got {len(a_txt)} and {len(b_txt)}")
+    rounded = []
+    a, b = [], []
+    for i, (x, y) in enumerate(zip(a_txt, b_txt)):
+        ba, ra = parse_value(x, fin, f"a{i}")
+        bb, rb = parse_value(y, fin, f"b{i}")
+        a.append(ba)
+        b.append(bb)
+        rounded += [f"a{i}"] * ra + [f"b{i}"] * rb
+    c, rc = parse_value(args.c, fc, "c")
+    rounded += ["c"] * rc
+    if rounded:
+        print(f"note: rounded to nearest input value: {', '.join(rounded)}", file=sys.stderr)
+    trace: list[str] | None = [] if args.explain else None
+    d_ref = reference_dot(cfg, a, b, c, trace)
+    d = int(evaluate(cfg, np.array([a], np.uint64), np.array([b], np.uint64),
+                     np.array([c], np.uint64))[0])
+    if d != d_ref:  # the two engines must agree; say so loudly if they do not
+        raise AssertionError(f"model {d:#x} and reference {d_ref:#x} disagree")
+    if args.json:
+        print(json.dumps({"config": name, "a": [f"{x:#x}" for x in a],
+                          "b": [f"{x:#x}" for x in b], "c": f"{c:#x}", "d": f"{d:#x}",
+                          "d_value": fout.to_float(d), "steps": trace}, indent=1))
+        return 0
+    print(f"{name}: {cfg.describe()}")
+    for i in range(cfg.k):
+        print(f"  a{i} = {show(fin, a[i])}  b{i} = {show(fin, b[i])}")
+    print(f"  c  = {show(fc, c)}")
+    if trace:
+        print("steps:")
+        for line in trace:
+            print("  " + line)
+    print(f"d = {show(fout, d)}")
+    return 0
+
+
+# -- validate -----------------------------------------------------------------------------
+
+def cmd_validate(args) -> int:
+    from .validate import validate
+
+    root = Path(args.data_dir) if args.data_dir else default_hwdata()
+    t0 = time.time()
+    results = validate(root, args.gpu, args.limit, args.show,
+                       progress=lambda m: print(m, file=sys.stderr))
+    if args.json:
+        print(json.dumps([r.to_dict() for r in results], indent=1))
+    else:
+        print(f"{'gpu':6s} {'in':9s} {'out':9s} {'preset':24s} {'k':>3s} {'rows':>7s} "
+              f"{'mismatches':>10s}")
+        for r in results:
+            print(f"{r.gpu:6s} {r.in_format:9s} {r.out_format:9s} {r.preset:24s} {r.k:3d} "
+                  f"{r.rows:7d} {r.mismatches:10d}")
+            for m in r.first:
+                print(f"    row {m['row']}: model {m['model']} hardware {m['hardware']} "
+                      f"(c {m['c']}; a {' '.join(m['a'])}; b {' '.join(m['b'])})")
+        total = sum(r.rows for r in results)
+        bad = sum(r.mismatches for r in results)
+        print(f"{len(results)} combinations, {total} rows, {bad} mismatches "
+              f"({time.time() - t0:.1f} s)")
+    return 1 if any(r.mismatches for r in results) else 0
+
+
+# -- gemm -----------------------------------------------------------------------------------
+
+def _load_matrix(path: str | None, what: str):
+    if path is None:
+        return None
+    try:
+        if path.endswith(".npy"):
+            return np.load(path)
+        return np.loadtxt(path, ndmin=2)
+    except (OSError, ValueError) as e:
+        raise InputError(f"{what} ({path}): {e}") from None
+
+
+def hazard_matrices(K: int = 8192):
+    """Seed 004 Sec. V: one row of A and one column of B (every D_ij is the same).
+
+    A_i0 = 2^10, A_ij = -2^-2 (odd j), -2^-3 (even j > 0) -- the minus sign is implied by
+    the paper's result formula; B_0j = 2^10, other B_ij = 2^-3; C = 2^20, alpha=-1, beta=1.
+    """
+    A = np.empty((1, K))
+    A[0, 0] = 2.0**10
+    A[0, 1::2] = -(2.0**-2)
+    A[0, 2::2] = -(2.0**-3)
+    B = np.full((K, 1), 2.0**-3)
+    B[0, 0] = 2.0**10
+    C = np.full((1, 1), 2.0**20)
+    return A, B, C
+
+
+def cmd_gemm(args) -> int:
+    from mmaprobe.models.gemm import gemm
+
+    name, cfg = config_from_args(args)
+    if args.hazard:
+        A, B, C = hazard_matrices()
+        alpha, beta = -1.0, 1.0
+    else:
+        A, B = _load_matrix(args.A, "A"), _load_matrix(args.B, "B")
+        if A is None or B is None:
+            raise InputError("gemm needs --A and --B (or --hazard)")
+        C, alpha, beta = _load_matrix(args.C, "C"), args.alpha, args.beta
+    D = gemm(cfg, A, B, C, alpha, beta, args.scheme)
+    if args.json:
+        print(json.dumps({"config": name, "scheme": args.scheme, "D": D.tolist()}))
+    else:
+        if args.hazard:
+            print(f"seed 004 Sec. V hazard on {name} ({args.scheme}): D_ij = {float(D[0, 0])!r} "
+                  f"(published: 0 on V100 and A100, 191.875 on H100; exact 191.984375)")
+        else:
+            np.savetxt(sys.stdout, D, fmt="%.9g")
+    return 0
+
+
+# -- bench ---------------------------------------------------------------------------------
+
+BENCH_PRESETS = ["h100-fp16-fp32", "a100-bf16-fp32-k16"]
+
+
+def cmd_bench(args) -> int:
+    from mmaprobe.models.bench import bench_model
+
+    names = args.preset or BENCH_PRESETS
+    out = []
+    for name in names:
+        p = get_preset(name)
+        r = bench_model(p.config, rows=args.rows)
+        r["preset"] = p.name
+        out.append(r)
+        if not args.json:
+            print(f"{p.name:24s} {args.rows:>9d} rows  {r['seconds']:7.3f} s  "
+                  f"{r['rows_per_s']:12.0f} dot products/s")
+    if args.smt:
+        from mmaprobe.smt.bench import bench_smt
+
+        out.append({"smt": bench_smt(json_output=args.json)})
+    if args.json:
+        print(json.dumps(out, indent=1, default=str))
+    return 0

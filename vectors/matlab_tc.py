@@ -1,0 +1,189 @@
+"""The MATLAB-tensor-core ``model_validation`` layout: reading and writing hex/binary rows.
+
+``<DIR>/<GPU>/<informat>/`` holds ``a_<GPU>_<informat>.txt`` and ``b_...`` (K binary32 hex
+patterns per line, each an input-format value), ``c_<GPU>_fp32.txt`` (one 32-character
+binary string per line) and ``d_<GPU>_fp32.txt`` / ``d_<GPU>_fp16.txt`` (outputs as binary32
+binary strings; fp16 outputs converted exactly).  See shared/hwdata/README.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+from mmaprobe.models.errors import InputError
+from mmaprobe.models.formats import Format, get_format
+
+BINARY32 = get_format("binary32")
+
+#: folder names of the dataset's input formats
+FOLDER_FORMATS = {"fp16": "binary16", "bf16": "bfloat16", "tf32": "tf32", "e4m3": "e4m3",
+                  "e5m2": "e5m2", "fp32": "binary32", "fp64": "binary64"}
+#: output file suffixes
+OUTPUT_FORMATS = {"fp32": "binary32", "fp16": "binary16"}
+KNOWN_GPUS = ("V100", "A100", "A2", "A30", "Ada", "L40S", "H100", "H200", "B200")
+
+
+def read_hex_rows(path: Path, k: int | None = None) -> np.ndarray:
+    """Lines of whitespace-separated 8-digit hex words -> uint64 array (N, K)."""
+    rows = []
+    with open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            words = line.split()
+            if not words:
+                continue
+            if k is not None and len(words) != k:
+                raise InputError(f"{path}:{lineno}: expected {k} hex values, got {len(words)}")
+            if k is None:
+                k = len(words)
+            try:
+                vals = [int(w, 16) for w in words]
+            except ValueError:
+                raise InputError(f"{path}:{lineno}: expected 8-digit hex words, got "
+                                 f"{line.strip()[:60]!r}") from None
+            if any(len(w) > 8 for w in words):
+                raise InputError(f"{path}:{lineno}: hex word longer than 8 digits")
+            rows.append(vals)
+    if not rows:
+        raise InputError(f"{path}: no rows")
+    return np.array(rows, dtype=np.uint64)
+
+
+def read_bin_rows(path: Path) -> np.ndarray:
+    """Lines holding one 32-character binary string -> uint64 array (N,)."""
+    out = []
+    with open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            s = line.strip()
+            if not s:
+                continue
+            if len(s) != 32 or set(s) - {"0", "1"}:
+                raise InputError(f"{path}:{lineno}: expected a 32-character binary string, "
+                                 f"got {s[:40]!r}")
+            out.append(int(s, 2))
+    if not out:
+        raise InputError(f"{path}: no rows")
+    return np.array(out, dtype=np.uint64)
+
+
+def write_hex_rows(path: Path, rows: np.ndarray) -> None:
+    with open(path, "w") as f:
+        for r in np.asarray(rows, dtype=np.uint64):
+            f.write(" ".join(f"{int(x):08x}" for x in r) + " \n")
+
+
+def write_bin_rows(path: Path, values: np.ndarray) -> None:
+    with open(path, "w") as f:
+        for v in np.asarray(values, dtype=np.uint64):
+            f.write(f"{int(v):032b}\n")
+
+
+def convert_exact(bits: np.ndarray, src: Format, dst: Format, path: Path | str = "",
+                  mode: str | None = None) -> np.ndarray:
+    """Re-encode patterns of src as patterns of dst; values must be exact unless mode is given.
+
+    NaNs map to dst's NaN, infinities to dst's infinities.  An inexact value without a
+    rounding mode is an error naming the file and row.
+    """
+    bits = np.asarray(bits, dtype=np.uint64)
+    uniq, inverse = np.unique(bits, return_inverse=True)
+    table = np.empty(len(uniq), dtype=np.uint64)
+    for i, u in enumerate(uniq):
+        cls, sign, _, _ = src.decode(int(u))
+        if cls == "nan":
+            table[i] = dst.nan_bits()
+        elif cls == "inf":
+            table[i] = dst.inf_bits(sign)
+        elif cls == "zero":
+            table[i] = dst.zero_bits(sign if dst.has_negative_zero else 0)
+        else:
+            x = src.to_fraction(int(u))
+            y = dst.from_fraction(x, mode or "rne")
+            if mode is None and dst.to_fraction(y) != x:
+                rows = np.nonzero(bits == u)[0]
+                row = int(rows[0]) // (bits.shape[1] if bits.ndim == 2 else 1) + 1
+                raise InputError(f"{path}:{row}: value {float(x)!r} ({int(u):#x}) is not "
+                                 f"representable in {dst.name}")
+            table[i] = y
+    return table[inverse].reshape(bits.shape)
+
+
+@dataclass
+class DataSet:
+    """One GPU / input format / output format combination of the dataset."""
+
+    gpu: str
+    folder: str
+    in_format: str
+    out_format: str
+    a: np.ndarray  # binary32 patterns (N, K)
+    b: np.ndarray
+    c: np.ndarray  # binary32 patterns (N,)
+    d: np.ndarray  # binary32 patterns (N,)
+    path: Path
+
+    @property
+    def k(self) -> int:
+        return int(self.a.shape[1])
+
+    @property
+    def rows(self) -> int:
+        return int(self.a.shape[0])
+
+
+def find_datasets(root: Path, gpus: list[str] | None = None) -> list[tuple[str, str, Path]]:
+    """(gpu, folder, path) triples below root, in a stable order."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError(f"{root}: not a directory")
+    wanted = None if not gpus else {g.lower() for g in gpus}
+    if wanted:
+        present = {p.name.lower() for p in root.iterdir() if p.is_dir()}
+        missing = wanted - present
+        if missing:
+            raise InputError(f"{root}: no data for GPU(s) {', '.join(sorted(missing))}; "
+                             f"present: {', '.join(sorted(present)) or 'none'}")
+    out = []
+    for gdir in sorted(p for p in root.iterdir() if p.is_dir()):
+        if wanted and gdir.name.lower() not in wanted:
+            continue
+        for fdir in sorted(p for p in gdir.iterdir() if p.is_dir()):
+            out.append((gdir.name, fdir.name, fdir))
+    if not out:
+        raise InputError(f"{root}: no <GPU>/<informat>/ folders found")
+    return out
+
+
+def load_dataset(gpu: str, folder: str, path: Path, out: str,
+                 limit: int | None = None) -> DataSet:
+    key = folder.lower()
+    if key not in FOLDER_FORMATS:
+        raise InputError(f"{path}: unknown input format folder {folder!r}; expected one of "
+                         f"{', '.join(FOLDER_FORMATS)}")
+    files = {n: path / f"{n}_{gpu}_{folder}.txt" for n in ("a", "b")}
+    files["c"] = path / f"c_{gpu}_fp32.txt"
+    files["d"] = path / f"d_{gpu}_{out}.txt"
+    for n, p in files.items():
+        if not p.is_file():
+            raise InputError(f"{p}: missing ({n} file of the MATLAB-tensor-core layout)")
+    a = read_hex_rows(files["a"])
+    b = read_hex_rows(files["b"], a.shape[1])
+    c, d = read_bin_rows(files["c"]), read_bin_rows(files["d"])
+    n = {len(a), len(b), len(c), len(d)}
+    if len(n) != 1:
+        raise InputError(f"{path}: row counts differ: a {len(a)}, b {len(b)}, c {len(c)}, "
+                         f"d {len(d)}")
+    if limit:
+        a, b, c, d = a[:limit], b[:limit], c[:limit], d[:limit]
+    return DataSet(gpu, folder, FOLDER_FORMATS[key], OUTPUT_FORMATS[out], a, b, c, d, path)
+
+
+def output_files(path: Path, gpu: str) -> list[str]:
+    """Output suffixes (fp32, fp16) present in a dataset folder."""
+    return [o for o in OUTPUT_FORMATS if (path / f"d_{gpu}_{o}.txt").is_file()]
+
+
+def fraction_of(bits: int) -> Fraction:
+    return BINARY32.to_fraction(bits)
