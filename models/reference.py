@@ -264,9 +264,8 @@ def _fused_block(cfg, fin, fout, acc_fmt, a, b, acc_bits, base, trace, first) ->
         d = _out(fout, v, mode, cfg, _zero_sign(mode, neg, live), cfg.out_frac_bits,
                  flush_out)
         if trace is not None:
-            trace.append(f"  normalise and round ({mode}"
-                         f"{'' if cfg.out_frac_bits is None else f', {cfg.out_frac_bits} fraction bits'})"
-                         f" to {fout.name}: {d:#x}")
+            bits = "" if cfg.out_frac_bits is None else f", {cfg.out_frac_bits} fraction bits"
+            trace.append(f"  normalise and round ({mode}{bits}) to {fout.name}: {d:#x}")
         return d
     # late: the products are fused and rounded, then the accumulator is added.
     v, _, neg = fused_sum(cfg, prods, trace)
