@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+
 from mmaprobe.models.accumulator import evaluate
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.errors import InputError

@@ -13,6 +13,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+
 from mmaprobe.models.errors import InputError
 from mmaprobe.models.formats import Format, get_format
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
 from mmaprobe.models.accumulator import evaluate
 from mmaprobe.models.errors import InputError
 from mmaprobe.models.formats import get_format
