@@ -1,16 +1,44 @@
 """The vectorised accumulator model: d = f(config, a, b, c) over N rows at once.
 
-TEMPORARY: evaluates row by row with the exact reference until the vectorised
-implementation lands (same API).
+Two engines implement the arithmetic of :mod:`mmaprobe.models.reference` (the
+specification) bit for bit; :func:`evaluate` picks one per configuration and processes the
+rows in cache-sized chunks.
+
+* The **integer engine** (every configuration) keeps significands as signed integers at an
+  explicit power-of-two unit.  It runs on int64 when a width bound (below) proves that no
+  intermediate exceeds 62 bits, and otherwise on numpy object arrays of Python integers
+  (binary64 products, very wide neab): the same code, slower, still exact.
+* The **float engine** (fused early-c blocks with small input formats and a binary32-range
+  accumulator) stays in float64 where float64 is provably exact, following seed 002,
+  Sec. IV-A (FDA steps 2-5): products of at most 2 x 13 significand bits are exact; scaling
+  by a power of two is exact (no value comes near the float64 subnormal range); truncation
+  (trunc/floor/rint) to the alignment quantum is exact; the aligned integers are below
+  2**(F + 3) and their sum below 2**53, so every addition is exact; the final rounding scales
+  the exact sum by a power of two and rounds it to an integer, which is exact too.
+
+IEEE operations on two operands (late c, interleaved pairs, SFMA, GPS) use a round-to-odd
+reduction: the exact sum is rounded to odd at a quantum at least four times finer than the
+output quantum, which rounds to the same result in every mode (the far operand only
+contributes a sticky bit; close operands are added exactly).
 """
 
 from __future__ import annotations
+
+import functools
+import math
 
 import numpy as np
 
 from .config import AccumulatorConfig
 from .errors import InputError
-from .reference import reference_dot
+from .formats import Format, get_format
+from .reference import FDRDA_DOT_BITS, GFDRDA_C_RZ_BELOW
+
+#: Rows per chunk: a (chunk, k) float64 array stays within the L2 cache for k <= 32.
+CHUNK = 8192
+#: Exponent standing for "no live term" (below every real exponent).
+_DEAD = -(1 << 20)
+_B32 = get_format("binary32")
 
 
 def evaluate(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
@@ -19,8 +47,20 @@ def evaluate(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
     a and b hold in_format bit patterns, c holds c_format bit patterns.
     """
     a, b, c = _check_shapes(cfg, a, b, c)
-    return np.array([reference_dot(cfg, a[i], b[i], c[i]) for i in range(a.shape[0])],
-                    dtype=np.uint64)
+    run = _engine(cfg)
+    out = np.empty(a.shape[0], dtype=np.uint64)
+    for lo in range(0, a.shape[0], CHUNK):
+        hi = lo + CHUNK
+        out[lo:hi] = run(cfg, a[lo:hi], b[lo:hi], c[lo:hi])
+    return out
+
+
+def engine_name(cfg: AccumulatorConfig) -> str:
+    """Which engine evaluates cfg: 'float64', 'int64' or 'object' (for benchmarks)."""
+    run = _engine(cfg)
+    if run is _run_float:
+        return "float64"
+    return "int64" if _int_dtype(cfg) is np.int64 else "object"
 
 
 def _check_shapes(cfg: AccumulatorConfig, a, b, c):
@@ -34,3 +74,636 @@ def _check_shapes(cfg: AccumulatorConfig, a, b, c):
     if c.shape != (a.shape[0],):
         raise InputError(f"c must have shape ({a.shape[0]},); got {c.shape}")
     return a, b, c
+
+
+# -- engine choice -------------------------------------------------------------------------
+
+_FLOAT_ACC = ("binary32", "binary16", "bfloat16")
+
+
+@functools.lru_cache(maxsize=256)
+def _engine(cfg: AccumulatorConfig):
+    fin = get_format(cfg.in_format)
+    if (cfg.algorithm == "fused" and cfg.c_placement == "early" and cfg.interleave == "none"
+            and (fin.width <= 16 or fin.name == "tf32") and fin.p <= 13
+            and cfg.c_format in _FLOAT_ACC and cfg.out_format in _FLOAT_ACC
+            and cfg.frac_bits + 3 + _log2ceil(cfg.nfma + 1) <= 53):
+        return _run_float
+    return _run_int
+
+
+@functools.lru_cache(maxsize=256)
+def _int_dtype(cfg: AccumulatorConfig):
+    """int64 when every intermediate provably fits in 62 bits, else object (Python ints)."""
+    fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
+                     get_format(cfg.out_format))
+    sig_bits = max(2 * fin.p, fc.p, fout.p)
+    if cfg.algorithm in ("sfma", "gps"):
+        # two-operand round-to-odd sums: max(operand bits, p + 3) + 3 (see _add2)
+        need = max(sig_bits, fout.p + 3) + 3
+    else:
+        F = cfg.frac_bits
+        # aligned terms < 2**(F + 3) (sticky unit), m of them; products shifted < 2**61
+        need = F + 3 + _log2ceil(cfg.k + 1)
+        if cfg.algorithm == "fdrda":
+            need = max(F, FDRDA_DOT_BITS) + 5 + _log2ceil(cfg.k + 1)
+        if cfg.c_placement == "late" or cfg.interleave == "pairs":
+            need = max(need, fout.p + 6, _B32.p + 6)
+        need = max(need, sig_bits + 1)
+    return np.int64 if need <= 61 else object
+
+
+def _log2ceil(n: int) -> int:
+    return max(0, math.ceil(math.log2(n)))
+
+
+# -- integer helpers (int64 or object arrays) ------------------------------------------------
+
+def _bitlen(x):
+    """Bit length of non-negative integers (0 for 0), as int64."""
+    if x.dtype == object:
+        return _PY_BITLEN(x).astype(np.int64)
+    _, e = np.frexp(x.astype(np.float64))
+    e = e.astype(np.int64)
+    # float(x) may have rounded up to a power of two when x >= 2**53
+    e = e - ((x >> np.maximum(e - 1, 0)) == 0)
+    return np.where(x == 0, 0, e)
+
+
+_PY_BITLEN = np.frompyfunc(int.bit_length, 1, 1)
+
+
+def _cap(s, x):
+    """Clamp shift amounts at 62 for int64 data (values stay below 2**61 there)."""
+    s = np.maximum(s, 0)
+    return s if x.dtype == object else np.minimum(s, 62)
+
+
+def _shl(x, s):
+    s = np.maximum(s, 0)
+    if x.dtype == object:
+        return x << s.astype(object)
+    return x << s
+
+
+def _shr(x, s):
+    if x.dtype == object:
+        return x >> np.maximum(s, 0).astype(object)
+    return x >> _cap(s, x)
+
+
+def _floor_shift(x, s):
+    """(floor(x / 2**s), inexact) for signed integers x and shifts s >= 0."""
+    if x.dtype == object:
+        so = np.maximum(s, 0).astype(object)
+        fl = x >> so
+        return fl, (x - (fl << so)) != 0
+    sc = _cap(s, x)
+    fl = x >> sc
+    return fl, (x & ((np.int64(1) << sc) - 1)) != 0
+
+
+def _to_unit(x, xunit, unit):
+    """x * 2**xunit as a multiple of 2**unit (exact: requires unit <= xunit)."""
+    return _shl(x, xunit - unit)
+
+
+def _pick(cond, x, y):
+    out = np.where(cond, x, y)
+    return out if out.dtype == x.dtype or x.dtype != object else out.astype(object)
+
+
+# -- decoding ---------------------------------------------------------------------------------
+
+def _decode(fmt: Format, bits, flush: bool):
+    """(special, sign, sig, exp): special 0 finite/zero, 1 inf, 2 NaN; exp as in decode."""
+    from .formats import decode_array
+
+    sign, sig, exp, special = decode_array(fmt, bits)
+    if flush:
+        sub = (special == 0) & (sig != 0) & (sig < (1 << fmt.t))
+        sig = np.where(sub, 0, sig)
+        sign = np.where(sub, 0, sign)
+    return special, sign, sig, exp
+
+
+def _products(cfg: AccumulatorConfig, fin: Format, a, b, dt):
+    """Exact products (special, sign, sig, lsb, exp), each (n, m); exp is the alignment one."""
+    flush_in = "inputs" in cfg.flush
+    xa, sa, ma, ea = _decode(fin, a, flush_in)
+    xb, sb, mb, eb = _decode(fin, b, flush_in)
+    sign = sa ^ sb
+    nan = (xa == 2) | (xb == 2) | ((xa == 1) & (mb == 0) & (xb == 0)) | (
+        (xb == 1) & (ma == 0) & (xa == 0))
+    special = np.where(nan, 2, np.where((xa == 1) | (xb == 1), 1, 0))
+    sig = ma.astype(dt) * mb.astype(dt)
+    lsb = ea + eb - 2 * fin.t
+    top = lsb + _bitlen(sig) - 1  # floor(log2 |p|) where sig != 0
+    live = sig != 0
+    exp = np.where(live, top, ea + eb) if cfg.product_normalisation == "normalised" \
+        else ea + eb
+    if cfg.product_overflow:
+        special = np.where((special == 0) & live & (top >= 128), 1, special)
+    if "products" in cfg.flush:
+        sig = _pick(live & (top < _B32.emin), np.zeros_like(sig), sig)
+    sig = _pick(special != 0, np.zeros_like(sig), sig)
+    return special, sign, sig, lsb, exp
+
+
+def _special_rows(spec, sign, cspec, csign):
+    """FDA step 1 (seed 002 Sec. IV-A): NaN wins, +inf with -inf is NaN, else the infinity."""
+    pos = ((spec == 1) & (sign == 0)).any(1) | ((cspec == 1) & (csign == 0))
+    neg = ((spec == 1) & (sign == 1)).any(1) | ((cspec == 1) & (csign == 1))
+    nan = (spec == 2).any(1) | (cspec == 2) | (pos & neg)
+    inf = ~nan & (pos | neg)
+    return nan, inf, neg
+
+
+def _nan_bits(cfg: AccumulatorConfig, fmt: Format) -> int:
+    if cfg.nan == "canonical":
+        return (1 << (fmt.bits - 1)) - 1
+    return fmt.nan_bits()
+
+
+# -- exact rounding to an output format ----------------------------------------------------
+
+def _round_bits(fmt: Format, total, unit, mode: str, zero_sign, p: int | None = None,
+                flush: bool = False, ieee_overflow: bool = False) -> np.ndarray:
+    """Round total * 2**unit (total a signed integer, possibly rounded to odd) to fmt bits.
+
+    zero_sign gives the sign of an exact zero; overflow gives infinity (the matrix units'
+    way, reference._out) or follows IEEE 754 for the mode when ieee_overflow is set.
+    """
+    p = fmt.p if p is None else p
+    neg = total < 0
+    mag = _pick(neg, -total, total)
+    nz = mag != 0
+    E = unit + _bitlen(mag) - 1
+    Ec = np.maximum(E, fmt.emin)
+    sh = Ec - (p - 1) - unit  # right shift to the output quantum
+    up = sh <= 0
+    q = _pick(up, _shl(mag, -sh), _shr(mag, sh))
+    if mode != "rz":
+        r1 = np.maximum(sh - 1, 0)
+        rbit = (_shr(mag, r1) & 1) != 0
+        rbit &= ~up
+        fl, sticky = _floor_shift(mag, r1)
+        sticky &= ~up
+        inexact = rbit | sticky
+        if mode == "rne":
+            inc = rbit & (sticky | ((q & 1) != 0))
+        elif mode == "rna":
+            inc = rbit
+        elif mode == "ru":
+            inc = inexact & ~neg
+        elif mode == "rd":
+            inc = inexact & neg
+        else:  # ro
+            inc = inexact & ((q & 1) == 0)
+        q = q + inc
+    q = np.asarray(q).astype(np.int64)
+    carry = q >> p
+    q = q >> carry
+    Ec = Ec + carry
+    sbit = neg.astype(np.uint64) << np.uint64(fmt.bits - 1)
+    normal = q >= (1 << (p - 1))
+    efield = np.where(normal, Ec + fmt.bias, 0).astype(np.uint64)
+    frac = ((q << (fmt.p - p)) & ((1 << fmt.t) - 1)).astype(np.uint64)
+    bits = sbit | (efield << np.uint64(fmt.t)) | frac
+    over = Ec > fmt.emax
+    inf = sbit | np.uint64(fmt.inf_bits())
+    if ieee_overflow:
+        to_inf = {"rne": True, "rna": True, "rz": False, "ro": False}.get(mode)
+        if to_inf is None:
+            to_inf = ~neg if mode == "ru" else neg
+        big = sbit | np.uint64(fmt.encode(0, fmt.max_sig, fmt.emax))
+        bits = np.where(over, np.where(to_inf, inf, big), bits)
+    else:
+        bits = np.where(over, inf, bits)
+    zero = sbit if fmt.has_negative_zero else np.zeros_like(sbit)
+    bits = np.where(q == 0, zero, bits)
+    if flush:
+        bits = np.where(nz & (E < fmt.emin), zero, bits)
+    zs = np.asarray(zero_sign).astype(np.uint64) << np.uint64(fmt.bits - 1)
+    return np.where(nz, bits, zs)
+
+
+# -- the fused sum -------------------------------------------------------------------------
+
+def _fused_sum(cfg: AccumulatorConfig, sign, sig, lsb, exp):
+    """Align terms (n, m) at their largest exponent with F fraction bits; add them.
+
+    Returns (total, unit, any_live, all_negative, emax): the fixed-point sum
+    total * 2**unit, whether any term is non-zero, whether all terms are negative (the sign
+    of an all-zero sum) and the alignment exponent (reference.fused_sum).
+    """
+    F = cfg.frac_bits
+    live = sig != 0
+    any_live = live.any(1)
+    emax = np.where(live, exp, _DEAD).max(1)
+    emax = np.where(any_live, emax, 0)
+    q = (emax - F)[:, None]
+    d = lsb - q
+    left = d >= 0
+    neg = sign != 0
+    up = _shl(sig, _cap(d, sig))
+    mag, inexact = _floor_shift(sig, -d)
+    mode = cfg.align_rounding
+    sticky = mode == "rz_sticky"
+    if mode == "rd":
+        mag = mag + (neg & inexact)
+    elif mode == "rne":
+        r1 = np.maximum(-d - 1, 0)
+        rbit = (_shr(sig, r1) & 1) != 0
+        _, below = _floor_shift(sig, r1)
+        mag = mag + (rbit & (below | ((mag & 1) != 0)))
+    n = _pick(left, up, mag)
+    if sticky:
+        n = 2 * n + (~left & inexact)
+    n = _pick(neg, -n, n)
+    total = n.sum(1)
+    if cfg.carry_bits is not None:
+        width = F + 2 + cfg.carry_bits + int(sticky)
+        if sig.dtype == object or width < 62:
+            limit = 1 << width
+            tneg = total < 0
+            tmag = _pick(tneg, -total, total)
+            tmag = _pick(tmag >= limit, tmag & (limit - 1), tmag)
+            total = _pick(tneg, -tmag, tmag)
+    all_neg = neg.all(1)
+    return total, emax - F - int(sticky), any_live, all_neg, emax
+
+
+def _zero_sign(mode: str, any_live, all_neg):
+    return np.where(any_live, mode == "rd", all_neg)
+
+
+# -- IEEE two-operand sums ---------------------------------------------------------------------
+
+def _add2(x, y, p: int):
+    """Exact x + y rounded to odd at a quantum >= 4x finer than any p-bit result quantum.
+
+    x, y are (sign, sig, lsb) with sig >= 0.  Returns (total, unit).  If the operands'
+    leading bits are at most one position apart they are added exactly; otherwise the sum
+    has a leading bit at least at top - 1, so a quantum 2**(top - p - 2) leaves two bits
+    below the output's round position and the smaller operand enters floored, with its
+    inexactness as the sticky (odd) bit.
+    """
+    (sx, mx, lx), (sy, my, ly) = x, y
+    tx = np.where(mx != 0, lx + _bitlen(mx) - 1, _DEAD)
+    ty = np.where(my != 0, ly + _bitlen(my) - 1, _DEAD)
+    swap = ty > tx
+    sa, ma, la, ta = (np.where(swap, sy, sx), _pick(swap, my, mx), np.where(swap, ly, lx),
+                      np.maximum(tx, ty))
+    sb, mb, lb, tb = (np.where(swap, sx, sy), _pick(swap, mx, my), np.where(swap, lx, ly),
+                      np.minimum(tx, ty))
+    close = ta - tb <= 1
+    Q = np.where(close, np.minimum(la, lb), np.minimum(la, ta - p - 2))
+    Q = np.where(ta == _DEAD, 0, Q)
+    A = _shl(ma, la - Q)
+    A = _pick(sa != 0, -A, A)
+    B = _pick(sb != 0, -mb, mb)
+    Bl = _shl(B, lb - Q)
+    Bf, inexact = _floor_shift(B, Q - lb)
+    Bq = _pick(lb >= Q, Bl, Bf)
+    inexact &= lb < Q
+    total = A + Bq
+    total = _pick(inexact, total | 1, total)
+    return total, Q
+
+
+def _ieee_add(fout: Format, x, y, mode: str, flush: bool, dt) -> np.ndarray:
+    """IEEE 754 sum of two operands given as (special, sign, sig, lsb) (reference._ieee_sum)."""
+    (xs, xsg, xm, xl), (ys, ysg, ym, yl) = x, y
+    nan = (xs == 2) | (ys == 2) | ((xs == 1) & (ys == 1) & (xsg != ysg))
+    inf = ~nan & ((xs == 1) | (ys == 1))
+    inf_sign = np.where(xs == 1, xsg, ysg)
+    xm = _pick(xs != 0, np.zeros_like(xm), xm).astype(dt)
+    ym = _pick(ys != 0, np.zeros_like(ym), ym).astype(dt)
+    total, unit = _add2((xsg, xm, xl), (ysg, ym, yl), fout.p)
+    both_zero = (xm == 0) & (ym == 0)
+    if mode == "rd":
+        zs = np.where(both_zero, (xsg | ysg) != 0, True)
+    else:
+        zs = both_zero & (xsg != 0) & (ysg != 0)
+    bits = _round_bits(fout, total, unit, mode, zs, flush=flush, ieee_overflow=True)
+    bits = np.where(inf, np.uint64(fout.inf_bits()) | (inf_sign.astype(np.uint64)
+                                                       << np.uint64(fout.bits - 1)), bits)
+    return np.where(nan, np.uint64(fout.nan_bits()), bits)
+
+
+def _operand(fmt: Format, bits, flush: bool = False):
+    """(special, sign, sig, lsb) of stored values."""
+    spec, sign, sig, exp = _decode(fmt, bits, flush)
+    return spec, sign, sig, exp - fmt.t
+
+
+# -- the integer engine --------------------------------------------------------------------
+
+def _run_int(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
+    if cfg.algorithm == "sfma":
+        return _sfma(cfg, a, b, c)
+    if cfg.algorithm == "gps":
+        return _gps(cfg, a, b, c)
+    fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
+                     get_format(cfg.out_format))
+    n = cfg.k if cfg.interleave == "pairs" else cfg.nfma
+    acc, acc_fmt = c, fc
+    for blk in range(cfg.k // n):
+        sl = slice(blk * n, (blk + 1) * n)
+        if cfg.algorithm == "fdrda":
+            acc = _fdrda_block(cfg, fin, a[:, sl], b[:, sl], acc)
+        else:
+            acc = _fused_block(cfg, fin, fout, acc_fmt, a[:, sl], b[:, sl], acc, blk == 0)
+        acc_fmt = fout
+    return acc
+
+
+def _fused_block(cfg, fin, fout, acc_fmt, a, b, acc, first) -> np.ndarray:
+    dt = _int_dtype(cfg)
+    flush_c = ("inputs" if first else "sums") in cfg.flush
+    pspec, psign, psig, plsb, pexp = _products(cfg, fin, a, b, dt)
+    cspec, csign, csig, cexp = _decode(acc_fmt, acc, flush_c)
+    nan, inf, inf_neg = _special_rows(pspec, psign, cspec, csign)
+    csig = np.where(cspec != 0, 0, csig).astype(dt)
+    mode = cfg.final_rounding
+    p_out = None if cfg.out_frac_bits is None else cfg.out_frac_bits + 1
+    flush_out = "output" in cfg.flush
+    if cfg.interleave == "pairs":
+        g = [[i for i in range(a.shape[1]) if (i // 2) % 2 == h] for h in (0, 1)]
+        gbits = []
+        for idx in g:
+            total, unit, live, all_neg, _ = _fused_sum(
+                cfg, psign[:, idx], psig[:, idx], plsb[:, idx], pexp[:, idx])
+            gbits.append(_round_bits(_B32, total, unit, mode,
+                                     _zero_sign(mode, live, all_neg), p_out))
+        s = _ieee_add(_B32, _operand(_B32, gbits[0]), _operand(_B32, gbits[1]),
+                      cfg.late_rounding, False, dt)
+        d = _ieee_add(fout, _operand(_B32, s), _operand(acc_fmt, acc), cfg.late_rounding,
+                      False, dt)
+    elif cfg.c_placement == "early":
+        total, unit, live, all_neg, _ = _fused_sum(
+            cfg, np.column_stack([psign, csign]), _hstack(psig, csig),
+            np.column_stack([plsb, cexp - acc_fmt.t]), np.column_stack([pexp, cexp]))
+        d = _round_bits(fout, total, unit, mode, _zero_sign(mode, live, all_neg), p_out,
+                        flush_out)
+    else:
+        total, unit, live, all_neg, _ = _fused_sum(cfg, psign, psig, plsb, pexp)
+        s = _round_bits(fout, total, unit, mode, _zero_sign(mode, live, all_neg), p_out)
+        d = _ieee_add(fout, _operand(fout, s), _operand(acc_fmt, acc), cfg.late_rounding,
+                      flush_out, dt)
+    return _apply_specials(cfg, fout, d, nan, inf, inf_neg)
+
+
+def _hstack(m, col):
+    return np.concatenate([m, col[:, None].astype(m.dtype)], axis=1)
+
+
+def _apply_specials(cfg, fout, d, nan, inf, inf_neg):
+    infb = np.uint64(fout.inf_bits()) | (inf_neg.astype(np.uint64) << np.uint64(fout.bits - 1))
+    d = np.where(inf, infb, d)
+    return np.where(nan, np.uint64(_nan_bits(cfg, fout)), d)
+
+
+def _fdrda_block(cfg, fin, a, b, acc) -> np.ndarray:
+    """CDNA3 FDRDA / GFDRDA (seed 002, Sec. IV-F and IV-H; reference._fdrda_block)."""
+    dt = _int_dtype(cfg)
+    F = cfg.frac_bits
+    pspec, psign, psig, plsb, pexp = _products(cfg, fin, a, b, dt)
+    cspec, csign, csig, cexp = _decode(_B32, acc, "inputs" in cfg.flush)
+    nan, inf, inf_neg = _special_rows(pspec, psign, cspec, csign)
+    csig = np.where(cspec != 0, 0, csig).astype(dt)
+    if cfg.interleave == "even_odd":
+        parts = []
+        for h in (0, 1):
+            sl = slice(h, None, 2)
+            parts.append(_fused_sum(cfg, psign[:, sl], psig[:, sl], plsb[:, sl], pexp[:, sl]))
+        any_dot = parts[0][2] | parts[1][2]
+        e_dot = np.maximum(*[np.where(pt[2], pt[4], _DEAD) for pt in parts])
+        e_dot = np.where(any_dot, e_dot, 0)
+        dot_unit = e_dot - F
+        dot = 0
+        for total, unit, live, _, _ in parts:
+            fl, _ = _floor_shift(total, dot_unit - unit)  # dot_unit >= unit
+            dot = dot + _pick(live, fl, np.zeros_like(fl))
+    else:
+        dot, dot_unit, any_dot, _, e_dot = _fused_sum(cfg, psign, psig, plsb, pexp)
+    live_c = csig != 0
+    e_max = np.maximum(np.where(any_dot, e_dot, _DEAD), np.where(live_c, cexp, _DEAD))
+    e_max = np.where(any_dot | live_c, e_max, 0)
+    u_dot, u_c = e_max - FDRDA_DOT_BITS, e_max - F
+    unit = np.minimum(u_dot, u_c)
+    # the dot product rounded down at 2**u_dot (exact when its unit is coarser)
+    dfl, _ = _floor_shift(dot, u_dot - dot_unit)
+    dot_r = _pick(dot_unit >= u_dot, _to_unit(dot, dot_unit, unit),
+                  _to_unit(dfl, u_dot, unit))
+    # c rounded at 2**u_c: down, or toward zero for GFDRDA when e_c < e_max - 25
+    clsb = cexp - _B32.t
+    cneg = csign != 0
+    cs = _pick(cneg, -csig, csig)
+    cfl, _ = _floor_shift(cs, u_c - clsb)
+    if cfg.interleave == "even_odd":
+        tz, _ = _floor_shift(csig, u_c - clsb)
+        rz = live_c & (cexp < e_max - GFDRDA_C_RZ_BELOW)
+        cfl = _pick(rz, _pick(cneg, -tz, tz), cfl)
+    c_r = _pick(clsb >= u_c, _to_unit(cs, clsb, unit), _to_unit(cfl, u_c, unit))
+    total = dot_r + c_r
+    mode = cfg.final_rounding
+    p_out = None if cfg.out_frac_bits is None else cfg.out_frac_bits + 1
+    zs = np.where(any_dot | live_c, mode == "rd", psign.all(1) & cneg)
+    d = _round_bits(_B32, total, unit, mode, zs, p_out, "output" in cfg.flush)
+    return _apply_specials(cfg, _B32, d, nan, inf, inf_neg)
+
+
+def _sfma(cfg, a, b, c) -> np.ndarray:
+    """Sequential IEEE fused multiply-adds in the output format (seed 002 SFMA)."""
+    dt = _int_dtype(cfg)
+    fin, fout = get_format(cfg.in_format), get_format(cfg.out_format)
+    acc, acc_fmt = c, get_format(cfg.c_format)
+    for i in range(cfg.k):
+        pspec, psign, psig, plsb, _ = _products(_PLAIN.replace(in_format=fin.name, k=1),
+                                                fin, a[:, i:i + 1], b[:, i:i + 1], dt)
+        prod = (pspec[:, 0], psign[:, 0], psig[:, 0], plsb[:, 0])
+        acc = _ieee_add(fout, _operand(acc_fmt, acc), prod, cfg.final_rounding,
+                        "output" in cfg.flush, dt)
+        acc_fmt = fout
+    return acc
+
+
+#: Product decoding without flushes or overflow (SFMA and GPS products are plain IEEE).
+_PLAIN = AccumulatorConfig(in_format="binary16", k=1)
+
+
+def _gps(cfg, a, b, c) -> np.ndarray:
+    """CDNA2 group-pairwise-sum, binary32 RNE with flushes (seed 002, Alg. 2 and 3)."""
+    dt = _int_dtype(cfg)
+    fin = get_format(cfg.in_format)
+    plain = _PLAIN.replace(in_format=fin.name, k=1, flush=("inputs",))
+    prods = []
+    for i in range(cfg.k):
+        pspec, psign, psig, plsb, _ = _products(plain, fin, a[:, i:i + 1], b[:, i:i + 1], dt)
+        zero = (
+            np.zeros_like(pspec[:, 0]), psign[:, 0], np.zeros_like(psig[:, 0]), plsb[:, 0])
+        prods.append(_ieee_add(_B32, (pspec[:, 0], psign[:, 0], psig[:, 0], plsb[:, 0]),
+                               zero, "rne", True, dt))
+
+    def pairwise(ps):
+        if len(ps) == 1:
+            return ps[0]
+        h = len(ps) // 2
+        return _ieee_add(_B32, _operand(_B32, pairwise(ps[:h])),
+                         _operand(_B32, pairwise(ps[h:])), "rne", True, dt)
+
+    d = c
+    G = cfg.nfma
+    for k in range(0, cfg.k, G):
+        g = pairwise(prods[k:k + G])
+        d = _ieee_add(_B32, _operand(_B32, d, flush=k == 0), _operand(_B32, g), "rne", True, dt)
+    return d
+
+
+# -- the float engine --------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=32)
+def _tables(fmt: Format, flush: bool):
+    """float64 value and alignment exponent of every pattern (flushed subnormals are +0)."""
+    pats = np.arange(1 << (fmt.width - fmt.pad), dtype=np.uint64) << np.uint64(fmt.pad)
+    spec, sign, sig, exp = _decode(fmt, pats, flush)
+    val = np.ldexp(sig.astype(np.float64), (exp - fmt.t).astype(np.int32))
+    val = np.where(sign != 0, -val, val)
+    val = np.where(spec == 1, np.where(sign != 0, -np.inf, np.inf), val)
+    val = np.where(spec == 2, np.nan, val)
+    return val, exp.astype(np.int32)
+
+
+def _pow2(e) -> np.ndarray:
+    """2.0**e for integer arrays e in [-1022, 1023], built from the float64 encoding."""
+    return ((e + 1023).astype(np.uint64) << np.uint64(52)).view(np.float64)
+
+
+def _flog2(v) -> np.ndarray:
+    """floor(log2 |v|) for normal float64 v (-1023 for zero)."""
+    return ((v.view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64) - 1023
+
+
+def _acc_float(fmt: Format, bits, flush: bool) -> np.ndarray:
+    """float64 values of binary32/binary16/bfloat16 patterns (flushed subnormals are +0)."""
+    if fmt.name == "binary32":
+        v = bits.astype(np.uint32).view(np.float32).astype(np.float64)
+    elif fmt.name == "binary16":
+        v = bits.astype(np.uint16).view(np.float16).astype(np.float64)
+    else:
+        v = (bits.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+    if flush:
+        v = np.where((v != 0) & (np.abs(v) < float(fmt.fmin)), 0.0, v)
+    return v
+
+
+def _float_bits(fmt: Format, v) -> np.ndarray:
+    """Patterns of float64 values that fmt represents exactly (or infinities)."""
+    if fmt.name == "binary32":
+        return v.astype(np.float32).view(np.uint32).astype(np.uint64)
+    if fmt.name == "binary16":
+        return v.astype(np.float16).view(np.uint16).astype(np.uint64)
+    return (v.astype(np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint64)
+
+
+def _run_float(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
+    """Fused early-c blocks (FDA/CoFDA) in float64, exact by the module docstring's argument."""
+    fin, fout = get_format(cfg.in_format), get_format(cfg.out_format)
+    val, ex = _tables(fin, "inputs" in cfg.flush)
+    F = cfg.frac_bits
+    mode, amode = cfg.final_rounding, cfg.align_rounding
+    sticky = amode == "rz_sticky"
+    p_out = fout.p if cfg.out_frac_bits is None else cfg.out_frac_bits + 1
+    pad = np.uint64(fin.pad)
+    ia = (a >> pad).astype(np.intp) if fin.pad else a.astype(np.intp)
+    ib = (b >> pad).astype(np.intp) if fin.pad else b.astype(np.intp)
+    acc, acc_fmt = c, get_format(cfg.c_format)
+    n = cfg.nfma
+    with np.errstate(invalid="ignore", over="ignore"):
+        for blk in range(cfg.blocks):
+            sa, sb = ia[:, blk * n:(blk + 1) * n], ib[:, blk * n:(blk + 1) * n]
+            p = val[sa] * val[sb]
+            if cfg.product_normalisation == "normalised":
+                pe = _flog2(p)
+            else:
+                pe = ex[sa] + ex[sb]
+            if cfg.product_overflow:
+                p = np.where(np.abs(p) >= 2.0 ** 128, p * np.inf, p)
+            if "products" in cfg.flush:
+                p = np.where(np.abs(p) < float(_B32.fmin), p * 0.0, p)
+            flush_c = ("inputs" if blk == 0 else "sums") in cfg.flush
+            vc = _acc_float(acc_fmt, acc, flush_c)
+            ce = np.maximum(_flog2(vc), acc_fmt.emin)
+            emax = np.where(p != 0, pe, _DEAD).max(1)
+            emax = np.maximum(emax, np.where(vc != 0, ce, _DEAD))
+            live = emax != _DEAD
+            emax = np.where(live, emax, 0)
+            scale = _pow2(F + int(sticky) - emax)
+            x = p * scale[:, None]
+            xc = vc * scale
+            if amode == "rz":
+                x, xc = np.trunc(x, out=x), np.trunc(xc)
+            elif amode == "rd":
+                x, xc = np.floor(x, out=x), np.floor(xc)
+            elif amode == "rne":
+                x, xc = np.rint(x, out=x), np.rint(xc)  # ties to even, like the magnitude
+            else:
+                # x is already in units of half the quantum: truncate at the quantum and
+                # set the sticky (last) bit when bits were dropped.
+                x, xc = _sticky(x), _sticky(xc)
+            total = x.sum(1) + xc
+            # any inf/NaN term makes the exact-float sum inf/NaN exactly as FDA step 1 says
+            special = ~np.isfinite(total)
+            spec_nan, spec_neg = np.isnan(total), total < 0
+            unit = emax - F - int(sticky)
+            if cfg.carry_bits is not None:
+                limit = 2.0 ** (F + 2 + cfg.carry_bits + int(sticky))
+                total = np.where(special | (np.abs(total) < limit), total,
+                                 np.fmod(total, limit))
+            all_neg = np.signbit(p).all(1) & np.signbit(vc)
+            zs = np.where(live, mode == "rd", all_neg)
+            total = np.where(special, 0.0, total)
+            d = _float_round(fout, total, unit, mode, zs, p_out, "output" in cfg.flush)
+            d = _apply_specials(cfg, fout, d, spec_nan, special & ~spec_nan, spec_neg)
+            acc, acc_fmt = d, fout
+    return acc
+
+
+def _sticky(x):
+    """x in units of half the quantum: 2*trunc(x/2) plus one if anything was dropped."""
+    t = np.trunc(x * 0.5) * 2.0
+    return np.where(t != x, t + np.copysign(1.0, x), t)
+
+
+def _float_round(fmt: Format, total, unit, mode, zero_sign, p, flush) -> np.ndarray:
+    """Round the exact float64 integer total * 2**unit to fmt with mode (see _round_bits)."""
+    nz = total != 0
+    E = _flog2(total) + unit
+    Ec = np.maximum(E, fmt.emin)
+    qe = Ec - (p - 1)
+    y = total * _pow2(np.where(nz, unit - qe, 0))
+    if mode == "rz":
+        r = np.trunc(y)
+    elif mode == "rd":
+        r = np.floor(y)
+    elif mode == "ru":
+        r = np.ceil(y)
+    elif mode == "rne":
+        r = np.rint(y)
+    elif mode == "rna":
+        t = np.trunc(y)
+        r = t + np.copysign((np.abs(y - t) >= 0.5).astype(np.float64), y)
+    else:  # ro
+        t = np.trunc(y)
+        m = np.abs(t)
+        m = np.where((t != y) & (np.fmod(m, 2.0) == 0), m + 1.0, m)
+        r = np.copysign(m, y)
+    v = r * _pow2(qe)
+    v = np.where(np.abs(v) >= 2.0 ** (fmt.emax + 1), np.copysign(np.inf, total), v)
+    v = np.where(v == 0, np.copysign(0.0, total), v)
+    if flush:
+        v = np.where(nz & (E < fmt.emin), np.copysign(0.0, total), v)
+    v = np.where(nz, v, np.where(zero_sign, -0.0, 0.0))
+    return _float_bits(fmt, v)
