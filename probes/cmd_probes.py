@@ -1,0 +1,195 @@
+"""CLI: ``mmaprobe probes``, ``mmaprobe check``, ``mmaprobe authenticate``."""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from mmaprobe.models.errors import InputError
+
+from .checker import CheckReport, run_check, stderr_progress
+from .probe import Probe, library_files, load_probes
+from .space import default_space_files, load_spaces
+
+SUITES_DIR = "published"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("probes", help="list the probe library",
+                       description="List probes: id, feature, formats, source.")
+    p.add_argument("--published", action="store_true", help="list the published suites too")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_probes)
+
+    c = sub.add_parser("check", help="check that probes decide correctly across spaces",
+                       description="Run every probe on every configuration of the candidate "
+                                   "spaces and compare its decision with the true feature. "
+                                   "Exit 1 on any wrong (or unexpected inconclusive) decision.")
+    c.add_argument("--space", action="append", metavar="FILE",
+                   help="candidate space YAML (repeatable; default: the shipped spaces)")
+    c.add_argument("--probes", metavar="GLOB", default="*",
+                   help="only probes whose id matches (default '*')")
+    c.add_argument("--probe-file", action="append", metavar="FILE",
+                   help="probe YAML files (default: the library)")
+    c.add_argument("--json", action="store_true", help="machine-readable output")
+    c.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    c.set_defaults(func=cmd_check)
+
+    a = sub.add_parser("authenticate", help="authenticate a published test suite",
+                       description="Check a published suite's tests across a candidate space: "
+                                   "a verdict per test, robust or wrong on which "
+                                   "configurations.")
+    a.add_argument("suite", metavar="SUITE",
+                   help="suite name (" + ", ".join(suite_names()) + ") or a YAML file")
+    a.add_argument("--space", action="append", metavar="FILE",
+                   help="candidate space YAML (repeatable; default: the shipped spaces)")
+    a.add_argument("--json", action="store_true", help="machine-readable output")
+    a.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    a.set_defaults(func=cmd_authenticate)
+
+
+def suite_names() -> list[str]:
+    return [p.stem for p in library_files(SUITES_DIR)]
+
+
+def suite_probes(suite: str) -> list[Probe]:
+    path = Path(suite)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.exists():
+            raise InputError(f"suite file {suite} does not exist")
+        return load_probes([path])
+    files = [p for p in library_files(SUITES_DIR) if p.stem == suite]
+    if not files:
+        raise InputError(f"unknown suite {suite!r}; valid suites: {', '.join(suite_names())}")
+    return load_probes(files)
+
+
+def _formats(p: Probe) -> str:
+    parts = []
+    for role in ("in", "c", "out"):
+        v = p.formats.get(role)
+        parts.append(f"{role}={'/'.join(v) if v else 'any'}")
+    ks = "/".join(str(k) for k in p.ks) if p.ks else "any"
+    return " ".join(parts) + f" k={ks}"
+
+
+def cmd_probes(args: argparse.Namespace) -> int:
+    files = library_files()
+    if args.published:
+        files += library_files(SUITES_DIR)
+    probes = load_probes(files)
+    if args.json:
+        print(json.dumps([{"id": p.id, "title": p.title, "feature": p.feature,
+                           "suite": p.suite, "source": p.source, "requires": list(p.requires),
+                           "formats": {r: list(v) if v else None
+                                       for r, v in p.formats.items()},
+                           "k": list(p.ks) if p.ks else None, "file": p.file}
+                          for p in probes], indent=1))
+        return 0
+    for p in probes:
+        req = f" requires {','.join(p.requires)}" if p.requires else ""
+        print(f"{p.id:28s} {p.feature:22s} {_formats(p)}{req}\n{'':28s} {p.source}")
+    print(f"{len(probes)} probes")
+    return 0
+
+
+def _spaces(paths: list[str] | None):
+    files = [Path(s) for s in paths] if paths else default_space_files()
+    for f in files:
+        if not f.exists():
+            raise InputError(f"space file {f} does not exist")
+    return load_spaces(files)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    files = [Path(f) for f in args.probe_file] if args.probe_file else library_files()
+    probes = [p for p in load_probes(files) if fnmatch.fnmatch(p.id, args.probes)]
+    if not probes:
+        raise InputError(f"no probe matches {args.probes!r}")
+    spaces = _spaces(args.space)
+    report = run_check(probes, spaces, None if args.quiet else stderr_progress)
+    if args.json:
+        print(json.dumps(_report_json(report), indent=1))
+    else:
+        _print_report(report)
+    return 1 if report.failed else 0
+
+
+def _report_json(report: CheckReport) -> dict[str, Any]:
+    return {"spaces": report.spaces, "configurations": report.configurations,
+            "rows": report.rows, "model_calls": report.model_calls,
+            "seconds": round(report.seconds, 3), "failed": report.failed,
+            "probes": [r.to_json() for r in report.results]}
+
+
+def _print_report(report: CheckReport) -> None:
+    for s in report.spaces:
+        print(f"space {s['id']}: {s['configurations']} configurations "
+              f"({s['rejected']} invalid combinations skipped, {s['excluded']} excluded)")
+    print(f"{'probe':30s} {'tried':>7s} {'correct':>7s} {'wrong':>6s} {'inconc':>6s}  n/a")
+    for r in report.results:
+        flag = "FAIL" if r.failed else ("ok" if r.tried else "-")
+        print(f"{r.probe.id:30s} {r.tried:7d} {r.correct:7d} {r.wrong:6d} "
+              f"{r.inconclusive:6d} {r.not_applicable:5d} {flag}")
+        for ex in r.counterexamples:
+            _print_example("wrong", ex)
+        if not r.probe.may_be_inconclusive:
+            for ex in r.inconclusive_examples[:1]:
+                _print_example("inconclusive", ex)
+    print(f"{report.configurations} configurations, {report.rows} rows in "
+          f"{report.model_calls} model calls; wall time {report.seconds:.1f} s")
+    print("FAILED" if report.failed else "all probes robust")
+
+
+def _print_example(kind: str, ex: dict[str, Any]) -> None:
+    print(f"    {kind}: {ex['describe']}: decided {ex['decided']}, true {ex['true']}")
+    for v in ex["vectors"][:6]:
+        nz = [(i, a, b) for i, (a, b) in enumerate(zip(v["a"], v["b"]))
+              if int(a, 16) or int(b, 16)]
+        terms = " ".join(f"a{i}={a} b{i}={b}" for i, a, b in nz)
+        print(f"      {v['vector']}: {terms} c={v['c']} -> d={v['d']}")
+    if len(ex["vectors"]) > 6:
+        print(f"      ... {len(ex['vectors']) - 6} more rows (see --json)")
+
+
+def cmd_authenticate(args: argparse.Namespace) -> int:
+    probes = suite_probes(args.suite)
+    spaces = _spaces(args.space)
+    report = run_check(probes, spaces, None if args.quiet else stderr_progress)
+    verdicts = []
+    for r in report.results:
+        if r.tried == 0:
+            verdict = "not applicable"
+        elif r.wrong:
+            verdict = "not robust"
+        elif r.inconclusive:
+            verdict = "robust where conclusive"
+        else:
+            verdict = "robust"
+        verdicts.append({"test": r.probe.id, "title": r.probe.title,
+                         "feature": r.probe.feature, "source": r.probe.source,
+                         "verdict": verdict, "tried": r.tried, "correct": r.correct,
+                         "wrong": r.wrong, "inconclusive": r.inconclusive,
+                         "wrong_on": [c.describe() for c in r.wrong_configs[:50]],
+                         "counterexamples": r.counterexamples})
+    if args.json:
+        print(json.dumps({"suite": args.suite, "seconds": round(report.seconds, 3),
+                          "configurations": report.configurations, "tests": verdicts},
+                         indent=1))
+    else:
+        for v in verdicts:
+            print(f"{v['test']:26s} {v['feature']:16s} {v['verdict']:24s} tried {v['tried']}, "
+                  f"correct {v['correct']}, wrong {v['wrong']}, "
+                  f"inconclusive {v['inconclusive']}")
+            for ex in v["counterexamples"][:2]:
+                _print_example("wrong", ex)
+            if v["wrong"] > 2:
+                print(f"    wrong on {v['wrong']} configurations, e.g. "
+                      + "; ".join(v["wrong_on"][:4]))
+        print(f"{report.configurations} configurations; wall time {report.seconds:.1f} s",
+              file=sys.stdout)
+    return 1 if any(v["verdict"] == "not robust" for v in verdicts) else 0
