@@ -31,17 +31,20 @@ carry_bits
     bits above the two integer bits of the fixed-point sum; a sum that needs more wraps
     (sign-magnitude).  None: unbounded.
 c_placement
-    'early': c is aligned and summed with the block's products; 'late': the block's products
-    are fused and rounded first, then the accumulator is added by one IEEE addition rounded
-    with late_rounding.
+    'early': c is the accumulator of the first block, aligned and summed with its products;
+    'late': the blocks are chained from a zero accumulator and c is added to the last
+    block's output by one IEEE addition in the output format, rounded with late_rounding
+    (seed 000 Table II, fp8 via mma.sync).
 interleave
-    'none'; 'pairs' (H100/B200 fp8 via mma.sync, seed 000 IV-A5: alternating pairs form two
-    groups summed separately, then combined with c late); 'even_odd' (CDNA3 fp8 GFDRDA).
+    'none'; 'pairs' (H100/B200 fp8 via mma.sync, seed 000 IV-A5): alternating pairs of
+    products form two groups, {0,1,4,5,...} and {2,3,6,7,...}, taken as two chained blocks
+    of k/2 (nfma = k/2); 'even_odd' (CDNA3 fp8 GFDRDA): even and odd products are fused
+    separately inside each block, then combined (seed 002 IV-H).
 final_rounding, out_frac_bits
     rounding of the fused sum to the output format, optionally at a reduced number of
     fraction bits (13 on Ada QMMA / Hopper QGMMA fp8).
 late_rounding
-    rounding of the late additions (c_placement='late', interleave='pairs').
+    rounding of the late addition of c (c_placement='late').
 flush
     stages whose subnormals are flushed to zero: inputs, products, sums, output.
 nan

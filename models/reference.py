@@ -237,44 +237,15 @@ def _fused_block(cfg, fin, fout, acc_fmt, a, b, acc_bits, base, trace, first) ->
         if trace is not None:
             trace.append(f"  special values decide the result: {s.kind}")
         return nan_bits(cfg, fout) if s.kind == "nan" else fout.inf_bits(s.sign)
-    flush_out = "output" in cfg.flush
     mode = cfg.final_rounding
-    if cfg.interleave == "pairs":
-        groups = [[p for i, p in enumerate(prods) if (i // 2) % 2 == g] for g in (0, 1)]
-        gbits = []
-        for g, grp in enumerate(groups):
-            if trace is not None:
-                trace.append(f"  group {g} (alternating pairs):")
-            v, _, neg = fused_sum(cfg, grp, trace)
-            live = any(t.sig for t in grp)
-            gbits.append(_out(BINARY32, v, mode, cfg, _zero_sign(mode, neg, live),
-                              cfg.out_frac_bits))
-            if trace is not None:
-                trace.append(f"  group {g} rounded ({mode}) to binary32: {gbits[-1]:#010x}")
-        s = _ieee_add(BINARY32, gbits[0], BINARY32, gbits[1], BINARY32, cfg.late_rounding)
-        d = _ieee_add(BINARY32, s, acc_fmt, acc_bits, fout, cfg.late_rounding)
-        if trace is not None:
-            trace.append(f"  groups added ({cfg.late_rounding}): {s:#010x}; "
-                         f"then c: {d:#x}")
-        return d
-    if cfg.c_placement == "early":
-        terms = prods + [cterm]
-        v, _, neg = fused_sum(cfg, terms, trace)
-        live = any(t.sig for t in terms)
-        d = _out(fout, v, mode, cfg, _zero_sign(mode, neg, live), cfg.out_frac_bits,
-                 flush_out)
-        if trace is not None:
-            bits = "" if cfg.out_frac_bits is None else f", {cfg.out_frac_bits} fraction bits"
-            trace.append(f"  normalise and round ({mode}{bits}) to {fout.name}: {d:#x}")
-        return d
-    # late: the products are fused and rounded, then the accumulator is added.
-    v, _, neg = fused_sum(cfg, prods, trace)
-    live = any(t.sig for t in prods)
-    s = _out(fout, v, mode, cfg, _zero_sign(mode, neg, live), cfg.out_frac_bits)
-    d = _ieee_add(fout, s, acc_fmt, acc_bits, fout, cfg.late_rounding, flush_out)
+    terms = prods + [cterm]
+    v, _, neg = fused_sum(cfg, terms, trace)
+    live = any(t.sig for t in terms)
+    d = _out(fout, v, mode, cfg, _zero_sign(mode, neg, live), cfg.out_frac_bits,
+             "output" in cfg.flush)
     if trace is not None:
-        trace.append(f"  products rounded ({mode}) to {fout.name}: {s:#x}; "
-                     f"c added late ({cfg.late_rounding}): {d:#x}")
+        bits = "" if cfg.out_frac_bits is None else f", {cfg.out_frac_bits} fraction bits"
+        trace.append(f"  normalise and round ({mode}{bits}) to {fout.name}: {d:#x}")
     return d
 
 
@@ -438,6 +409,21 @@ def _gps(cfg, fin, a, b, c, trace) -> int:
 
 # -- entry point ------------------------------------------------------------------------
 
+def block_order(cfg: AccumulatorConfig) -> list[int]:
+    """Product indices in the order the blocks take them.
+
+    interleave='pairs' (seed 000 Sec. IV-A5, Fig. 5(c)): alternating pairs form two groups,
+    {0,1, 4,5, ...} then {2,3, 6,7, ...}, each one fused block (an fp16 HMMA on Hopper), the
+    second chained on the first.  Reproduces every H100 fp8 -> fp16 row of the
+    MATLAB-tensor-core dataset (recorded with mma.sync m16n8k32).
+    """
+    if cfg.interleave == "pairs":
+        return ([i for i in range(cfg.k) if (i // 2) % 2 == 0]
+                + [i for i in range(cfg.k) if (i // 2) % 2 == 1])
+    return list(range(cfg.k))
+
+
+
 def reference_dot(cfg: AccumulatorConfig, a: list[int], b: list[int], c: int,
                   trace: list[str] | None = None) -> int:
     """d = c + sum a_i b_i for one row of bit patterns, exactly as cfg specifies."""
@@ -450,12 +436,15 @@ def reference_dot(cfg: AccumulatorConfig, a: list[int], b: list[int], c: int,
         return _sfma(cfg, fin, fc, fout, a, b, int(c), trace)
     if cfg.algorithm == "gps":
         return _gps(cfg, fin, a, b, int(c), trace)
-    n = cfg.k if cfg.interleave == "pairs" else cfg.nfma
-    acc, acc_fmt = int(c), fc
+    order = block_order(cfg)
+    a, b = [a[i] for i in order], [b[i] for i in order]
+    n = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
+    late = cfg.algorithm == "fused" and cfg.c_placement == "late"
+    acc, acc_fmt = (fout.zero_bits(0), fout) if late else (int(c), fc)
     for blk in range(cfg.k // n):
         lo = blk * n
         if trace is not None:
-            trace.append(f"block {blk} (products {lo}..{lo + n - 1}):")
+            trace.append(f"block {blk} (products {', '.join(map(str, order[lo:lo + n]))}):")
         if cfg.algorithm == "fdrda":
             acc = _fdrda_block(cfg, fin, a[lo:lo + n], b[lo:lo + n], acc, lo, trace,
                                blk == 0)
@@ -463,4 +452,9 @@ def reference_dot(cfg: AccumulatorConfig, a: list[int], b: list[int], c: int,
             acc = _fused_block(cfg, fin, fout, acc_fmt, a[lo:lo + n], b[lo:lo + n], acc, lo,
                                trace, blk == 0)
         acc_fmt = fout
+    if late:
+        d = _ieee_add(fout, acc, fc, int(c), fout, cfg.late_rounding, "output" in cfg.flush)
+        if trace is not None:
+            trace.append(f"c added late ({cfg.late_rounding}) to {acc:#x}: {d:#x}")
+        acc = d
     return acc

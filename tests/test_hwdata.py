@@ -21,9 +21,9 @@ EXPECTED = {  # (gpu, in_format, out_format) -> preset the dataset's instruction
     ("H100", "bfloat16", "binary32"): "h100-bf16-fp32",
     ("H100", "tf32", "binary32"): "h100-tf32-fp32",
     ("H100", "e4m3", "binary32"): "h100-e4m3-fp32",
-    ("H100", "e4m3", "binary16"): "h100-e4m3-fp16",
+    ("H100", "e4m3", "binary16"): "h100-e4m3-fp16-mma",
     ("H100", "e5m2", "binary32"): "h100-e5m2-fp32",
-    ("H100", "e5m2", "binary16"): "h100-e5m2-fp16",
+    ("H100", "e5m2", "binary16"): "h100-e5m2-fp16-mma",
 }
 
 

@@ -34,9 +34,19 @@ class Result:
         return dict(self.__dict__)
 
 
+def recorded_with_mma_sync(gpu: str, in_format: str, out_format: str) -> bool:
+    """The dataset's fp8 -> fp16 rows come from mma.sync m16n8k32 (its CUDA source
+    mma_fp8_output_fp16.cu), not wgmma: on Hopper that is two chained fp16 HMMAs over
+    interleaved pairs with c added last (seed 000 Sec. IV-A5)."""
+    return in_format in FP8 and out_format == "binary16" and gpu.upper() in ("H100", "H200",
+                                                                              "B200")
+
+
 def choose_preset(gpu: str, in_format: str, out_format: str, k: int) -> Preset:
     """The preset describing the dataset's instruction (the plainest name wins)."""
     cands = presets_for(gpu, in_format, out_format, k)
+    if recorded_with_mma_sync(gpu, in_format, out_format):
+        cands = [p for p in cands if p.name.endswith("-mma")] or cands
     if not cands:
         known = sorted({p.device for p in list_presets()})
         if gpu.lower() not in {d.lower() for d in known}:
