@@ -8,7 +8,7 @@ rows in cache-sized chunks.
   explicit power-of-two unit.  It runs on int64 when a width bound (below) proves that no
   intermediate exceeds 62 bits, and otherwise on numpy object arrays of Python integers
   (binary64 products, very wide neab): the same code, slower, still exact.
-* The **float engine** (fused early-c blocks with small input formats and a binary32-range
+* The **float engine** (fused blocks with small input formats and a binary32-range
   accumulator) stays in float64 where float64 is provably exact, following seed 002,
   Sec. IV-A (FDA steps 2-5): products of at most 2 x 13 significand bits are exact; scaling
   by a power of two is exact (no value comes near the float64 subnormal range); truncation
@@ -16,7 +16,7 @@ rows in cache-sized chunks.
   2**(F + 3) and their sum below 2**53, so every addition is exact; the final rounding scales
   the exact sum by a power of two and rounds it to an integer, which is exact too.
 
-IEEE operations on two operands (late c, interleaved pairs, SFMA, GPS) use a round-to-odd
+IEEE operations on two operands (late c, SFMA, GPS) use a round-to-odd
 reduction: the exact sum is rounded to odd at a quantum at least four times finer than the
 output quantum, which rounds to the same result in every mode (the far operand only
 contributes a sticky bit; close operands are added exactly).
@@ -84,9 +84,9 @@ _FLOAT_ACC = ("binary32", "binary16", "bfloat16")
 @functools.lru_cache(maxsize=256)
 def _engine(cfg: AccumulatorConfig):
     fin = get_format(cfg.in_format)
-    if (cfg.algorithm == "fused" and cfg.c_placement == "early" and cfg.interleave == "none"
-            and (fin.width <= 16 or fin.name == "tf32") and fin.p <= 13
-            and cfg.c_format in _FLOAT_ACC and cfg.out_format in _FLOAT_ACC
+    if (cfg.algorithm == "fused" and (fin.width <= 16 or fin.name == "tf32") and fin.p <= 13
+            and (cfg.c_format in _FLOAT_ACC or cfg.c_placement == "late")
+            and cfg.out_format in _FLOAT_ACC
             and cfg.frac_bits + 3 + _log2ceil(cfg.nfma + 1) <= 53):
         return _run_float
     return _run_int
@@ -107,8 +107,8 @@ def _int_dtype(cfg: AccumulatorConfig):
         need = F + 3 + _log2ceil(cfg.k + 1)
         if cfg.algorithm == "fdrda":
             need = max(F, FDRDA_DOT_BITS) + 5 + _log2ceil(cfg.k + 1)
-        if cfg.c_placement == "late" or cfg.interleave == "pairs":
-            need = max(need, fout.p + 6, _B32.p + 6)
+        if cfg.c_placement == "late":
+            need = max(need, fc.p + 3, fout.p + 6)
         need = max(need, sig_bits + 1)
     return np.int64 if need <= 61 else object
 
@@ -407,8 +407,10 @@ def _run_int(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
         return _gps(cfg, a, b, c)
     fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
                      get_format(cfg.out_format))
-    n = cfg.k if cfg.interleave == "pairs" else cfg.nfma
-    acc, acc_fmt = c, fc
+    a, b = _block_order(cfg, a, b)
+    n = cfg.nfma
+    late = cfg.algorithm == "fused" and cfg.c_placement == "late"
+    acc, acc_fmt = (np.zeros_like(c), fout) if late else (c, fc)
     for blk in range(cfg.k // n):
         sl = slice(blk * n, (blk + 1) * n)
         if cfg.algorithm == "fdrda":
@@ -416,7 +418,22 @@ def _run_int(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
         else:
             acc = _fused_block(cfg, fin, fout, acc_fmt, a[:, sl], b[:, sl], acc, blk == 0)
         acc_fmt = fout
-    return acc
+    return _late_c(cfg, fout, fc, acc, c) if late else acc
+
+
+def _block_order(cfg: AccumulatorConfig, a, b):
+    """Columns in the order the blocks take them (reference.block_order)."""
+    if cfg.interleave != "pairs":
+        return a, b
+    order = [i for i in range(cfg.k) if (i // 2) % 2 == 0] + [
+        i for i in range(cfg.k) if (i // 2) % 2 == 1]
+    return a[:, order], b[:, order]
+
+
+def _late_c(cfg, fout, fc, acc, c) -> np.ndarray:
+    """c_placement='late': one IEEE addition of c to the chained blocks' output."""
+    return _ieee_add(fout, _operand(fout, acc), _operand(fc, c), cfg.late_rounding,
+                     "output" in cfg.flush, _int_dtype(cfg))
 
 
 def _fused_block(cfg, fin, fout, acc_fmt, a, b, acc, first) -> np.ndarray:
@@ -428,30 +445,11 @@ def _fused_block(cfg, fin, fout, acc_fmt, a, b, acc, first) -> np.ndarray:
     csig = np.where(cspec != 0, 0, csig).astype(dt)
     mode = cfg.final_rounding
     p_out = None if cfg.out_frac_bits is None else cfg.out_frac_bits + 1
-    flush_out = "output" in cfg.flush
-    if cfg.interleave == "pairs":
-        g = [[i for i in range(a.shape[1]) if (i // 2) % 2 == h] for h in (0, 1)]
-        gbits = []
-        for idx in g:
-            total, unit, live, all_neg, _ = _fused_sum(
-                cfg, psign[:, idx], psig[:, idx], plsb[:, idx], pexp[:, idx])
-            gbits.append(_round_bits(_B32, total, unit, mode,
-                                     _zero_sign(mode, live, all_neg), p_out))
-        s = _ieee_add(_B32, _operand(_B32, gbits[0]), _operand(_B32, gbits[1]),
-                      cfg.late_rounding, False, dt)
-        d = _ieee_add(fout, _operand(_B32, s), _operand(acc_fmt, acc), cfg.late_rounding,
-                      False, dt)
-    elif cfg.c_placement == "early":
-        total, unit, live, all_neg, _ = _fused_sum(
-            cfg, np.column_stack([psign, csign]), _hstack(psig, csig),
-            np.column_stack([plsb, cexp - acc_fmt.t]), np.column_stack([pexp, cexp]))
-        d = _round_bits(fout, total, unit, mode, _zero_sign(mode, live, all_neg), p_out,
-                        flush_out)
-    else:
-        total, unit, live, all_neg, _ = _fused_sum(cfg, psign, psig, plsb, pexp)
-        s = _round_bits(fout, total, unit, mode, _zero_sign(mode, live, all_neg), p_out)
-        d = _ieee_add(fout, _operand(fout, s), _operand(acc_fmt, acc), cfg.late_rounding,
-                      flush_out, dt)
+    total, unit, live, all_neg, _ = _fused_sum(
+        cfg, np.column_stack([psign, csign]), _hstack(psig, csig),
+        np.column_stack([plsb, cexp - acc_fmt.t]), np.column_stack([pexp, cexp]))
+    d = _round_bits(fout, total, unit, mode, _zero_sign(mode, live, all_neg), p_out,
+                    "output" in cfg.flush)
     return _apply_specials(cfg, fout, d, nan, inf, inf_neg)
 
 
@@ -609,7 +607,7 @@ def _float_bits(fmt: Format, v) -> np.ndarray:
 
 
 def _run_float(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
-    """Fused early-c blocks (FDA/CoFDA) in float64, exact by the module docstring's argument."""
+    """Fused blocks (FDA/CoFDA) in float64, exact by the module docstring's argument."""
     fin, fout = get_format(cfg.in_format), get_format(cfg.out_format)
     val, ex = _tables(fin, "inputs" in cfg.flush)
     F = cfg.frac_bits
@@ -617,9 +615,12 @@ def _run_float(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
     sticky = amode == "rz_sticky"
     p_out = fout.p if cfg.out_frac_bits is None else cfg.out_frac_bits + 1
     pad = np.uint64(fin.pad)
+    a, b = _block_order(cfg, a, b)
     ia = (a >> pad).astype(np.intp) if fin.pad else a.astype(np.intp)
     ib = (b >> pad).astype(np.intp) if fin.pad else b.astype(np.intp)
-    acc, acc_fmt = c, get_format(cfg.c_format)
+    late = cfg.c_placement == "late"
+    fc = get_format(cfg.c_format)
+    acc, acc_fmt = (np.zeros_like(c), fout) if late else (c, fc)
     n = cfg.nfma
     with np.errstate(invalid="ignore", over="ignore"):
         for blk in range(cfg.blocks):
@@ -639,7 +640,8 @@ def _run_float(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
             emax = np.where(p != 0, pe, _DEAD).max(1)
             emax = np.maximum(emax, np.where(vc != 0, ce, _DEAD))
             live = emax != _DEAD
-            emax = np.where(live, emax, 0)
+            # an inf/NaN c or product has exponent 1024 in float64: keep the scale finite
+            emax = np.where(live, np.minimum(emax, 900), 0)
             scale = _pow2(F + int(sticky) - emax)
             x = p * scale[:, None]
             xc = vc * scale
@@ -668,7 +670,7 @@ def _run_float(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
             d = _float_round(fout, total, unit, mode, zs, p_out, "output" in cfg.flush)
             d = _apply_specials(cfg, fout, d, spec_nan, special & ~spec_nan, spec_neg)
             acc, acc_fmt = d, fout
-    return acc
+    return _late_c(cfg, fout, fc, acc, c) if late else acc
 
 
 def _sticky(x):
