@@ -454,6 +454,8 @@ def reference_dot(cfg: AccumulatorConfig, a: list[int], b: list[int], c: int,
         acc_fmt = fout
     if late:
         d = _ieee_add(fout, acc, fc, int(c), fout, cfg.late_rounding, "output" in cfg.flush)
+        if fout.decode(d)[0] == "nan":
+            d = nan_bits(cfg, fout)  # the unit's own NaN, canonical on NVIDIA
         if trace is not None:
             trace.append(f"c added late ({cfg.late_rounding}) to {acc:#x}: {d:#x}")
         acc = d
