@@ -1,0 +1,108 @@
+"""Model-based discrimination: outputs of many configurations on many rows, and row choice.
+
+``outputs_matrix`` evaluates every configuration on every row (one vectorised model call per
+configuration over all rows).  ``split_scores`` scores every row by how evenly it splits
+the current classes (sum of squared class sizes after the split: the number of ordered
+configuration pairs the row leaves together), all rows at once with one sort.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from mmaprobe.models.accumulator import evaluate
+from mmaprobe.models.config import AccumulatorConfig
+
+_MIX1 = np.uint64(0x9E3779B97F4A7C15)
+_MIX2 = np.uint64(0xBF58476D1CE4E5B9)
+
+
+def outputs_matrix(configs: Sequence[AccumulatorConfig], a: np.ndarray, b: np.ndarray,
+                   c: np.ndarray, progress: Callable[[str], None] | None = None) -> np.ndarray:
+    """uint64 array (len(configs), N): output bits of each configuration on each row."""
+    out = np.empty((len(configs), a.shape[0]), dtype=np.uint64)
+    for i, cfg in enumerate(configs):
+        if progress and i and i % 500 == 0:
+            progress(f"evaluated {i}/{len(configs)} configurations on {a.shape[0]} rows")
+        out[i] = evaluate(cfg, a, b, c)
+    return out
+
+
+def _keys(labels: np.ndarray, outs: np.ndarray) -> np.ndarray:
+    """64-bit hashes of (class label, output) per configuration and row: (C, N)."""
+    with np.errstate(over="ignore"):
+        lab = labels.astype(np.uint64)[:, None] * _MIX1
+        return ((outs ^ lab) * _MIX2) ^ (outs >> np.uint64(29))
+
+
+def split_scores(labels: np.ndarray, outs: np.ndarray) -> np.ndarray:
+    """For each row (column of outs): sum over the refined classes of size**2 (lower is better)."""
+    C, N = outs.shape
+    if N == 0:
+        return np.zeros(0)
+    keys = np.sort(_keys(labels, outs), axis=0)
+    marks = np.ones((N, C + 1), dtype=bool)
+    marks[:, 1:C] = (keys[1:] != keys[:-1]).T
+    idx = np.flatnonzero(marks.ravel())
+    lengths = np.diff(idx)
+    valid = (idx[:-1] % (C + 1)) != C
+    cols = idx[:-1][valid] // (C + 1)
+    return np.bincount(cols, weights=lengths[valid].astype(np.float64) ** 2, minlength=N)
+
+
+def refine(labels: np.ndarray, column: np.ndarray) -> np.ndarray:
+    """New class labels (0..m-1) after splitting by one row's outputs (exact, no hashing)."""
+    pairs = np.stack([labels.astype(np.uint64), column.astype(np.uint64)], axis=1)
+    _, inv = np.unique(pairs, axis=0, return_inverse=True)
+    return inv.reshape(-1).astype(np.int64)
+
+
+def classes(labels: np.ndarray) -> list[np.ndarray]:
+    """Index arrays of the classes, largest first."""
+    order = np.argsort(labels, kind="stable")
+    cuts = np.flatnonzero(np.diff(labels[order])) + 1
+    groups = np.split(order, cuts)
+    return sorted(groups, key=len, reverse=True)
+
+
+def differing_fields(cfgs: Sequence[AccumulatorConfig]) -> list[str]:
+    """Configuration fields on which the given configurations do not all agree."""
+    if len(cfgs) < 2:
+        return []
+    out = []
+    for f in dataclasses.fields(cfgs[0]):
+        vals = {repr(getattr(c, f.name)) for c in cfgs}
+        if len(vals) > 1:
+            out.append(f.name)
+    return out
+
+
+def split_fields(cfgs: Sequence[AccumulatorConfig], column: np.ndarray) -> list[str]:
+    """Fields that differ between configurations a row separates (the features it tests).
+
+    A field counts when some pair separated by the row differs in it; fields on which every
+    separated pair agrees are dropped.  Falls back to all differing fields.
+    """
+    if len(cfgs) < 2:
+        return []
+    groups: dict[int, list[int]] = {}
+    for i, v in enumerate(column.tolist()):
+        groups.setdefault(int(v), []).append(i)
+    if len(groups) < 2:
+        return []
+    reps = [cfgs[g[0]] for g in groups.values()]
+    base = differing_fields(reps)
+    # keep fields that differ between the two largest output groups' members
+    big = sorted(groups.values(), key=len, reverse=True)[:2]
+    left = [cfgs[i] for i in big[0][:50]]
+    right = [cfgs[i] for i in big[1][:50]]
+    keep = []
+    for f in base:
+        lv = {repr(getattr(c, f)) for c in left}
+        rv = {repr(getattr(c, f)) for c in right}
+        if lv != rv:
+            keep.append(f)
+    return keep or base

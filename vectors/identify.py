@@ -1,0 +1,183 @@
+"""Adaptive identification: query a device one vector at a time until one class remains.
+
+A device is any callable ``device(a, b, c) -> d`` on bit-pattern arrays of shapes (n, k),
+(n, k), (n,) returning n output patterns, so a hardware backend can plug in unchanged.
+Each step picks, among a model-evaluated pool of candidate rows, the one that splits the
+remaining candidates most evenly (least expected number of survivors); when no pool row
+splits them, fresh rows aimed at the remaining class are searched, then the SMT engine is
+asked for a distinguishing vector between two of them (time-bounded); if nothing splits
+them, they are reported as an indistinguishable class.  If no candidate survives, the
+device is reported as unexplained with the refinement analysis of :mod:`.infer`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mmaprobe.models.accumulator import evaluate
+from mmaprobe.models.config import AccumulatorConfig
+
+from .candidates import CandidateSpace, presets_with
+from .discriminate import outputs_matrix, split_fields, split_scores
+from .infer import Inference, infer
+from .rows import pool_rows, targeted_rows
+from .suite import _smt_pair
+from .suitefile import Observed, Suite
+
+Device = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+Progress = Callable[[str], None] | None
+
+
+def virtual_device(cfg: AccumulatorConfig) -> Device:
+    """A device backed by the numpy model of cfg."""
+    def run(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+        return evaluate(cfg, a, b, c)
+    return run
+
+
+@dataclass
+class Identification:
+    space: CandidateSpace
+    queries: list[dict[str, Any]]
+    remaining: list[int]
+    status: str                     # identified, class, unexplained, budget
+    note: str
+    seconds: float
+    presets: list[str] = field(default_factory=list)
+    inference: Inference | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        cfgs = self.space.configs
+        out: dict[str, Any] = {
+            "status": self.status, "note": self.note, "queries_used": len(self.queries),
+            "space": {"id": self.space.id, "source": self.space.source,
+                      "configurations": len(cfgs)},
+            "remaining": [{"describe": cfgs[i].describe(), "configuration": cfgs[i].to_dict()}
+                          for i in self.remaining[:50]],
+            "remaining_count": len(self.remaining), "matching_presets": self.presets,
+            "queries": self.queries, "seconds": round(self.seconds, 2)}
+        if self.inference is not None:
+            out["closest"] = self.inference.closest
+        return out
+
+
+def _query(device: Device, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> int:
+    d = np.asarray(device(a[None, :], b[None, :], np.array([c], dtype=np.uint64)),
+                   dtype=np.uint64).reshape(-1)
+    return int(d[0])
+
+
+def identify(device: Device, space: CandidateSpace, max_queries: int = 16, seed: int = 0,
+             pool: int = 2000, smt_seconds: float = 20.0, use_smt: bool = True,
+             progress: Progress = None) -> Identification:
+    t0 = time.monotonic()
+    rng = np.random.default_rng(seed)
+    cfgs = space.configs
+    (pa, pb, pc), kinds = pool_rows(cfgs[0], pool, rng)
+    if progress:
+        progress(f"identify: evaluating {len(cfgs)} candidates on a pool of {pool} rows")
+    O = outputs_matrix(cfgs, pa, pb, pc, progress)
+    R = np.arange(len(cfgs))
+    asked: list[tuple[np.ndarray, np.ndarray, int, int]] = []
+    queries: list[dict[str, Any]] = []
+    status, note = "budget", f"query budget of {max_queries} used up"
+    smt_left = smt_seconds if use_smt else 0.0
+    while True:
+        if R.size == 1:
+            status, note = "identified", "one configuration remains"
+            break
+        if R.size == 0:
+            status, note = "unexplained", "no candidate configuration explains the outputs"
+            break
+        if len(queries) >= max_queries:
+            break
+        scores = split_scores(np.zeros(R.size, dtype=np.int64), O[R])
+        j = int(np.argmin(scores))
+        row: tuple[np.ndarray, np.ndarray, int] | None = None
+        col: np.ndarray | None = None
+        method = ""
+        if scores[j] < float(R.size) ** 2:
+            row, col = (pa[j], pb[j], int(pc[j])), O[R, j]
+            method = f"model-search (pool, {kinds[j]})"
+        else:
+            sub = [cfgs[i] for i in R]
+            for _ in range(2):
+                la, lb, lc = targeted_rows(sub[0], 1000, rng)
+                lo = outputs_matrix(sub, la, lb, lc)
+                sc = split_scores(np.zeros(len(sub), dtype=np.int64), lo)
+                jj = int(np.argmin(sc))
+                if sc[jj] < float(len(sub)) ** 2:
+                    row, col = (la[jj], lb[jj], int(lc[jj])), lo[:, jj]
+                    method = "model-search (local)"
+                    break
+            if row is None and smt_left > 0.5:
+                tq = time.monotonic()
+                v, st = _smt_pair(sub[0], sub[-1], min(10.0, smt_left))
+                smt_left -= time.monotonic() - tq
+                if v is not None:
+                    row = (np.array(v.a, dtype=np.uint64), np.array(v.b, dtype=np.uint64),
+                           int(v.c))
+                    col = outputs_matrix(sub, row[0][None, :], row[1][None, :],
+                                         np.array([row[2]], dtype=np.uint64))[:, 0]
+                    method = "smt (distinguish)"
+                else:
+                    note = f"smt: {st}"
+            if row is None:
+                status = "class"
+                note = (f"{R.size} configurations not split by {pool} pool rows, 2000 "
+                        f"targeted rows{' or the SMT engine (' + note + ')' if use_smt else ''}")
+                break
+        assert col is not None
+        d = _query(device, *row)
+        before = R.size
+        fields = split_fields([cfgs[i] for i in R], col)
+        R = R[col == d]
+        asked.append((row[0], row[1], row[2], d))
+        queries.append({"query": len(queries) + 1, "method": method, "features": fields,
+                        "candidates_before": int(before), "candidates_after": int(R.size)})
+        if progress:
+            progress(f"identify: query {len(queries)} ({method}): {before} -> {R.size}")
+    presets = [p.name for p in presets_with(space.in_format, space.c_format, space.out_format,
+                                            space.k) if p.config in {cfgs[i] for i in R}]
+    ident = Identification(space, queries, [int(i) for i in R], status, note,
+                           time.monotonic() - t0, presets)
+    if status == "unexplained" and asked:
+        suite = Suite(space.in_format, space.c_format, space.out_format, space.k,
+                      [f"query.{i + 1}" for i in range(len(asked))],
+                      np.stack([q[0] for q in asked]).astype(np.uint64),
+                      np.stack([q[1] for q in asked]).astype(np.uint64),
+                      np.array([q[2] for q in asked], dtype=np.uint64),
+                      [{"kind": "query", "query": i + 1, "method": q["method"],
+                        "features": q["features"]} for i, q in enumerate(queries)])
+        obs = Observed(list(suite.ids), np.array([q[3] for q in asked], dtype=np.uint64),
+                       space.out_format)
+        ident.inference = infer(suite, obs, space)
+    ident.seconds = time.monotonic() - t0
+    return ident
+
+
+def report(ident: Identification) -> str:
+    cfgs = ident.space.configs
+    L = ["# mmaprobe identify", "",
+         f"Space: {ident.space.describe()}.", "",
+         f"**{ident.status}** after {len(ident.queries)} queries ({ident.note}; "
+         f"{ident.seconds:.1f} s).", "", "| query | method | features split | candidates |",
+         "|---|---|---|---|"]
+    for q in ident.queries:
+        L.append(f"| {q['query']} | {q['method']} | {', '.join(q['features'][:5])} | "
+                 f"{q['candidates_before']} -> {q['candidates_after']} |")
+    L += ["", "## Remaining configurations", ""]
+    for i in ident.remaining[:20]:
+        L.append(f"- `{cfgs[i].describe()}`")
+    if len(ident.remaining) > 20:
+        L.append(f"- ... {len(ident.remaining) - 20} more")
+    L += ["", "Matching presets: " + (", ".join(ident.presets) or "none")]
+    if ident.inference is not None:
+        from .infer import report as infer_report
+        L += ["", infer_report(ident.inference)]
+    return "\n".join(L) + "\n"

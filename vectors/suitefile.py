@@ -1,0 +1,310 @@
+"""Suite and observed-output files: versioned JSON, plus the MATLAB-tensor-core row layout.
+
+A suite (``schema: mmaprobe-suite``) holds the formats, K, and vectors with ids, hex bit
+patterns a (K), b (K), c and a provenance record (which probe or query made it).  An
+observed file (``schema: mmaprobe-observed``) holds, per vector id, the output bit pattern d.
+Every reading error names the file and the entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mmaprobe.models.errors import InputError
+from mmaprobe.models.formats import Format, FormatError, get_format
+
+from .matlab_tc import (
+    FOLDER_FORMATS,
+    convert_exact,
+    read_bin_rows,
+    read_hex_rows,
+    write_bin_rows,
+    write_hex_rows,
+)
+
+SUITE_SCHEMA = "mmaprobe-suite"
+OBSERVED_SCHEMA = "mmaprobe-observed"
+VERSION = 1
+
+
+@dataclass
+class Suite:
+    in_format: str
+    c_format: str
+    out_format: str
+    k: int
+    ids: list[str]
+    a: np.ndarray  # uint64 (N, k)
+    b: np.ndarray
+    c: np.ndarray  # uint64 (N,)
+    provenance: list[dict[str, Any]]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return len(self.ids)
+
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        h.update(f"{self.in_format}/{self.c_format}/{self.out_format}/{self.k}".encode())
+        for i, vid in enumerate(self.ids):
+            h.update(vid.encode())
+            h.update(self.a[i].tobytes() + self.b[i].tobytes() + self.c[i:i + 1].tobytes())
+        return h.hexdigest()[:16]
+
+    def to_json(self) -> dict[str, Any]:
+        fin, fc = get_format(self.in_format), get_format(self.c_format)
+        vecs = []
+        for i, vid in enumerate(self.ids):
+            vecs.append({"id": vid, "a": [hexbits(fin, x) for x in self.a[i].tolist()],
+                         "b": [hexbits(fin, x) for x in self.b[i].tolist()],
+                         "c": hexbits(fc, int(self.c[i])), "provenance": self.provenance[i]})
+        return {"schema": SUITE_SCHEMA, "version": VERSION,
+                "formats": {"in": self.in_format, "c": self.c_format, "out": self.out_format},
+                "k": self.k, "digest": self.digest(), **self.meta, "vectors": vecs}
+
+
+@dataclass
+class Observed:
+    ids: list[str]
+    d: np.ndarray  # uint64 (N,)
+    out_format: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self, suite: Suite) -> dict[str, Any]:
+        fout = get_format(self.out_format)
+        return {"schema": OBSERVED_SCHEMA, "version": VERSION,
+                "formats": {"in": suite.in_format, "c": suite.c_format, "out": suite.out_format},
+                "k": suite.k, "suite_digest": suite.digest(), **self.meta,
+                "outputs": [{"id": vid, "d": hexbits(fout, int(x))}
+                            for vid, x in zip(self.ids, self.d.tolist())]}
+
+
+def hexbits(fmt: Format, x: int) -> str:
+    digits = ((fmt.width or fmt.bits) + 3) // 4
+    return f"0x{int(x):0{digits}x}"
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"non-JSON constant {name}")
+
+
+def read_json(path: str | Path, what: str) -> Any:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise InputError(f"{p}: cannot read {what}: {e.strerror}") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{p}:{e.lineno}: malformed or truncated JSON {what}: {e.msg}") from None
+    except ValueError as e:
+        raise InputError(f"{p}: malformed JSON {what}: {e} (bit patterns must be hex "
+                         f"strings, e.g. \"0x7fc00000\")") from None
+
+
+def _parse_bits(p: Path, where: str, v: Any, fmt: Format) -> int:
+    if not isinstance(v, str) or not v.lower().startswith("0x"):
+        raise InputError(f"{p}: {where}: expected a hex bit pattern string like \"0x3c00\", "
+                         f"got {json.dumps(v)[:40]}")
+    try:
+        x = int(v[2:], 16)
+    except ValueError:
+        raise InputError(f"{p}: {where}: malformed hex bit pattern {v!r}") from None
+    width = fmt.width or fmt.bits
+    if x >> width:
+        raise InputError(f"{p}: {where}: {v} is wider than {fmt.name}'s {width} bits")
+    if fmt.pad and x & ((1 << fmt.pad) - 1):
+        raise InputError(f"{p}: {where}: {v} sets the {fmt.pad} padding bits of {fmt.name}")
+    return x
+
+
+def _formats(p: Path, data: dict[str, Any]) -> tuple[str, str, str, int]:
+    fm = data.get("formats")
+    if not isinstance(fm, dict) or not {"in", "c", "out"} <= set(fm):
+        raise InputError(f"{p}: 'formats' must be a mapping with in, c and out")
+    try:
+        names = [get_format(fm[r]).name for r in ("in", "c", "out")]
+    except (FormatError, TypeError) as e:
+        raise InputError(f"{p}: formats: {e}") from None
+    k = data.get("k")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise InputError(f"{p}: 'k' must be a positive integer, got {k!r}")
+    return names[0], names[1], names[2], k
+
+
+def _check_schema(p: Path, data: Any, schema: str) -> None:
+    if not isinstance(data, dict):
+        raise InputError(f"{p}: expected a JSON object ({schema})")
+    if data.get("schema") != schema:
+        raise InputError(f"{p}: not a {schema} file (schema is {data.get('schema')!r})")
+    if data.get("version") != VERSION:
+        raise InputError(f"{p}: unsupported {schema} version {data.get('version')!r}; "
+                         f"this mmaprobe reads version {VERSION}")
+
+
+def read_suite(path: str | Path) -> Suite:
+    p = Path(path)
+    data = read_json(p, "suite")
+    _check_schema(p, data, SUITE_SCHEMA)
+    fin_n, fc_n, fout_n, k = _formats(p, data)
+    fin, fc = get_format(fin_n), get_format(fc_n)
+    vecs = data.get("vectors")
+    if not isinstance(vecs, list) or not vecs:
+        raise InputError(f"{p}: 'vectors' must be a non-empty list")
+    ids: list[str] = []
+    seen: set[str] = set()
+    a = np.zeros((len(vecs), k), dtype=np.uint64)
+    b = np.zeros((len(vecs), k), dtype=np.uint64)
+    c = np.zeros(len(vecs), dtype=np.uint64)
+    prov = []
+    for i, v in enumerate(vecs):
+        where = f"vectors[{i}]"
+        if not isinstance(v, dict) or not isinstance(v.get("id"), str):
+            raise InputError(f"{p}: {where}: expected an object with a string 'id'")
+        vid = v["id"]
+        where = f"vectors[{i}] (id {vid})"
+        if vid in seen:
+            raise InputError(f"{p}: {where}: duplicate id")
+        seen.add(vid)
+        for side, arr in (("a", a), ("b", b)):
+            row = v.get(side)
+            if not isinstance(row, list) or len(row) != k:
+                raise InputError(f"{p}: {where}: '{side}' must be a list of k={k} hex patterns")
+            for j, x in enumerate(row):
+                arr[i, j] = _parse_bits(p, f"{where} {side}[{j}]", x, fin)
+        c[i] = _parse_bits(p, f"{where} c", v.get("c"), fc)
+        ids.append(vid)
+        prov.append(v.get("provenance", {}) if isinstance(v.get("provenance"), dict) else {})
+    meta = {key: data[key] for key in ("space", "generator", "layout") if key in data}
+    suite = Suite(fin_n, fc_n, fout_n, k, ids, a, b, c, prov, meta)
+    dg = data.get("digest")
+    if dg is not None and dg != suite.digest():
+        raise InputError(f"{p}: digest {dg} does not match the vectors ({suite.digest()}): "
+                         f"the file was edited or corrupted")
+    return suite
+
+
+def write_suite(path: str | Path, suite: Suite) -> None:
+    Path(path).write_text(json.dumps(suite.to_json(), indent=1) + "\n")
+
+
+def read_observed(path: str | Path, suite: Suite, suite_path: str | Path = "suite") -> Observed:
+    """Observed outputs for suite: a JSON observed file, or a MATLAB-layout d-file (.txt)."""
+    p = Path(path)
+    if p.suffix == ".txt":
+        return read_d_file(p, suite)
+    data = read_json(p, "observed outputs")
+    _check_schema(p, data, OBSERVED_SCHEMA)
+    fin_n, fc_n, fout_n, k = _formats(p, data)
+    for name, mine, theirs in (("input format", fin_n, suite.in_format),
+                               ("c format", fc_n, suite.c_format),
+                               ("output format", fout_n, suite.out_format),
+                               ("k", k, suite.k)):
+        if mine != theirs:
+            raise InputError(f"{p}: {name} {mine} does not match the suite {suite_path} "
+                             f"({theirs})")
+    dg = data.get("suite_digest")
+    if dg is not None and dg != suite.digest():
+        raise InputError(f"{p}: suite_digest {dg} is not the digest of {suite_path} "
+                         f"({suite.digest()}): outputs of a different suite")
+    outs = data.get("outputs")
+    if not isinstance(outs, list):
+        raise InputError(f"{p}: 'outputs' must be a list of {{id, d}} objects")
+    fout = get_format(fout_n)
+    got: dict[str, int] = {}
+    for i, o in enumerate(outs):
+        if not isinstance(o, dict) or not isinstance(o.get("id"), str):
+            raise InputError(f"{p}: outputs[{i}]: expected an object with a string 'id'")
+        vid = o["id"]
+        if vid in got:
+            raise InputError(f"{p}: outputs[{i}] (id {vid}): duplicate id")
+        got[vid] = _parse_bits(p, f"outputs[{i}] (id {vid}) d", o.get("d"), fout)
+    known = set(suite.ids)
+    extra = [x for x in got if x not in known]
+    if extra:
+        raise InputError(f"{p}: output id(s) not in the suite {suite_path}: "
+                         f"{', '.join(extra[:5])}{' ...' if len(extra) > 5 else ''}")
+    missing = [x for x in suite.ids if x not in got]
+    if missing:
+        raise InputError(f"{p}: {len(missing)} of the suite's {suite.size} vectors have no "
+                         f"output, e.g. {', '.join(missing[:5])}")
+    d = np.array([got[x] for x in suite.ids], dtype=np.uint64)
+    meta = {key: data[key] for key in ("device",) if key in data}
+    return Observed(list(suite.ids), d, fout_n, meta)
+
+
+def write_observed(path: str | Path, obs: Observed, suite: Suite) -> None:
+    Path(path).write_text(json.dumps(obs.to_json(suite), indent=1) + "\n")
+
+
+# -- MATLAB-tensor-core layout ---------------------------------------------------------------
+
+_B32 = get_format("binary32")
+
+
+def folder_of(fmt_name: str) -> str:
+    for folder, name in FOLDER_FORMATS.items():
+        if name == fmt_name:
+            return folder
+    raise InputError(f"the MATLAB-tensor-core layout has no folder for input format "
+                     f"{fmt_name}; known: {', '.join(FOLDER_FORMATS.values())}")
+
+
+def out_suffix(fmt_name: str) -> str:
+    if fmt_name == "binary32":
+        return "fp32"
+    if fmt_name == "binary16":
+        return "fp16"
+    raise InputError(f"the MATLAB-tensor-core layout has no d-file for output {fmt_name}")
+
+
+def layout_paths(root: Path, gpu: str, suite: Suite) -> dict[str, Path]:
+    folder = folder_of(suite.in_format)
+    base = root / gpu / folder
+    return {"a": base / f"a_{gpu}_{folder}.txt", "b": base / f"b_{gpu}_{folder}.txt",
+            "c": base / f"c_{gpu}_fp32.txt",
+            "d": base / f"d_{gpu}_{out_suffix(suite.out_format)}.txt"}
+
+
+def write_layout(root: Path, gpu: str, suite: Suite) -> dict[str, Path]:
+    """a_/b_/c_ files: inputs as binary32 patterns (exact), rows in suite order."""
+    paths = layout_paths(root, gpu, suite)
+    paths["a"].parent.mkdir(parents=True, exist_ok=True)
+    fin, fc = get_format(suite.in_format), get_format(suite.c_format)
+    write_hex_rows(paths["a"], convert_exact(suite.a, fin, _B32, "suite a"))
+    write_hex_rows(paths["b"], convert_exact(suite.b, fin, _B32, "suite b"))
+    write_bin_rows(paths["c"], convert_exact(suite.c, fc, _B32, "suite c"))
+    return paths
+
+
+def write_d_file(path: Path, obs: Observed) -> None:
+    fout = get_format(obs.out_format)
+    write_bin_rows(path, convert_exact(obs.d, fout, _B32, str(path)))
+
+
+def read_d_file(path: Path, suite: Suite) -> Observed:
+    """A d-file (binary32 binary strings, one per suite vector in order)."""
+    d32 = read_bin_rows(path)
+    if len(d32) != suite.size:
+        raise InputError(f"{path}: {len(d32)} output rows, but the suite has {suite.size} "
+                         f"vectors")
+    fout = get_format(suite.out_format)
+    d = convert_exact(d32, _B32, fout, path)
+    return Observed(list(suite.ids), d, fout.name, {"device": f"d-file {path.name}"})
+
+
+def read_layout_inputs(paths: dict[str, Path], suite: Suite) -> tuple[np.ndarray, ...]:
+    """Read back a_/b_/c_ files (for round-trip checks) as suite-format patterns."""
+    fin, fc = get_format(suite.in_format), get_format(suite.c_format)
+    a = convert_exact(read_hex_rows(paths["a"], suite.k), _B32, fin, paths["a"])
+    b = convert_exact(read_hex_rows(paths["b"], suite.k), _B32, fin, paths["b"])
+    c = convert_exact(read_bin_rows(paths["c"]), _B32, fc, paths["c"])
+    return a, b, c
