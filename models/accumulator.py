@@ -73,6 +73,12 @@ def _check_shapes(cfg: AccumulatorConfig, a, b, c):
         raise InputError(f"a and b must have shape (N, k={cfg.k}); got {a.shape} and {b.shape}")
     if c.shape != (a.shape[0],):
         raise InputError(f"c must have shape ({a.shape[0]},); got {c.shape}")
+    for name, x, fmt in (("a", a, cfg.in_format), ("b", b, cfg.in_format),
+                         ("c", c, cfg.c_format)):
+        width = get_format(fmt).width
+        if x.size and width < 64 and int(x.max()) >> width:
+            raise InputError(f"{name} holds a bit pattern wider than {width} bits, which is "
+                             f"not a {fmt} value: {int(x.max()):#x}")
     return a, b, c
 
 
@@ -432,8 +438,10 @@ def _block_order(cfg: AccumulatorConfig, a, b):
 
 def _late_c(cfg, fout, fc, acc, c) -> np.ndarray:
     """c_placement='late': one IEEE addition of c to the chained blocks' output."""
-    return _ieee_add(fout, _operand(fout, acc), _operand(fc, c), cfg.late_rounding,
-                     "output" in cfg.flush, _int_dtype(cfg))
+    d = _ieee_add(fout, _operand(fout, acc), _operand(fc, c), cfg.late_rounding,
+                  "output" in cfg.flush, _int_dtype(cfg))
+    # a NaN is the unit's own (canonical on NVIDIA), not the IEEE default
+    return np.where(d == np.uint64(fout.nan_bits()), np.uint64(_nan_bits(cfg, fout)), d)
 
 
 def _fused_block(cfg, fin, fout, acc_fmt, a, b, acc, first) -> np.ndarray:

@@ -354,6 +354,10 @@ def test_shape_errors():
         evaluate(cfg, np.zeros((2, 3)), np.zeros((2, 3)), np.zeros(2))
     with pytest.raises(InputError, match="c must have shape"):
         evaluate(cfg, np.zeros((2, 4)), np.zeros((2, 4)), np.zeros(3))
+    with pytest.raises(InputError, match="not a binary16 value"):
+        evaluate(cfg, np.full((1, 4), 0x10000), np.zeros((1, 4)), np.zeros(1))
+    with pytest.raises(InputError, match="not a binary32 value"):
+        evaluate(cfg, np.zeros((1, 4)), np.zeros((1, 4)), np.full(1, 1 << 32))
     assert evaluate(cfg, np.zeros(4), np.zeros(4), 0).shape == (1,)
     assert evaluate(cfg, np.zeros((0, 4)), np.zeros((0, 4)), np.zeros(0)).shape == (0,)
 
