@@ -99,6 +99,7 @@ def run_check(probes: list[Probe], spaces: list[Space],
     results = {p.id: ProbeResult(p) for p in probes}
     inst_cache: dict[tuple, Instance] = {}
     fmt_cache: dict[tuple, bool] = {}
+    app_cache: dict[tuple, bool] = {}
     total_rows = calls = nconf = 0
     space_info = []
     for si, space in enumerate(spaces):
@@ -121,6 +122,11 @@ def run_check(probes: list[Probe], spaces: list[Space],
                     continue
                 decided = expression_bindings(cfg, p.requires)
                 ikey = fkey + (tuple(sorted(decided.items())),)
+                if ikey not in app_cache:
+                    app_cache[ikey] = p.applies_decided(*fkey[1:], decided)
+                if not app_cache[ikey]:
+                    results[p.id].not_applicable += 1
+                    continue
                 inst = inst_cache.get(ikey)
                 if inst is None:
                     inst = p.instantiate(cfg.in_format, cfg.c_format, cfg.out_format, cfg.k,

@@ -22,7 +22,7 @@ from .features import FEATURES, INTEGER_FEATURES
 from .yamlsrc import Doc, SchemaError, load_docs
 
 PROBE_KEYS = {"id", "title", "feature", "source", "suite", "formats", "k", "applies_if",
-              "requires", "when", "let", "vectors", "facts", "decide", "notes",
+              "applies_when", "requires", "when", "let", "vectors", "facts", "decide", "notes",
               "may_be_inconclusive"}
 REQUIRED_KEYS = ("id", "title", "feature", "source", "vectors", "decide")
 VECTOR_KEYS = {"name", "a", "b", "c", "sweep"}
@@ -54,7 +54,8 @@ class Outcome:
         if self.kind == "one_of":
             return any(_same(truth, v) for v in self.value)
         if truth is None:
-            return False
+            # None is 'unbounded' (carry_bits): above every bound, below none
+            return self.kind == "at_least"
         if self.kind == "at_least":
             return truth >= self.value
         return truth <= self.value
@@ -133,6 +134,7 @@ class Probe:
     rules: list[Rule]
     may_be_inconclusive: bool
     notes: str = ""
+    applies_when_expr: Any = None
 
     @property
     def file(self) -> str:
@@ -153,6 +155,18 @@ class Probe:
             except ex.ExprError as e:
                 raise self.doc.error(("applies_if",), str(e)) from None
         return True
+
+    def applies_decided(self, fin: str, fc: str, fout: str, k: int,
+                        decided: dict[str, int]) -> bool:
+        """``applies_when``: a boolean over format constants and decided integer features."""
+        if self.applies_when_expr is None:
+            return True
+        env = base_env(fin, fc, fout, k)
+        env.update({n: Fraction(v) for n, v in decided.items()})
+        try:
+            return bool(ex._truth(ex.evaluate(self.applies_when_expr, env)))
+        except ex.ExprError as e:
+            raise self.doc.error(("applies_when",), str(e)) from None
 
     def applies_when(self, truth: dict[str, Any]) -> bool:
         for name, allowed in self.when.items():
@@ -366,7 +380,7 @@ def _outcome(probe: Probe, spec: Any, env: dict[str, Any], path: tuple) -> Outco
 def _scalar(probe: Probe, v: Any, env: dict[str, Any]) -> Any:
     if probe.feature in INTEGER_FEATURES and isinstance(v, str) and v not in ("none",):
         return ex.to_int(ex.evaluate(v, env), f"outcome of probe {probe.id}")
-    if v == "none":
+    if v == "none" and probe.feature in INTEGER_FEATURES:
         return None
     return v
 
@@ -471,6 +485,8 @@ def parse_probe(doc: Doc) -> Probe:
         ks = tuple(kv)
     applies_if = _parse_expr(doc, d["applies_if"], ("applies_if",)) \
         if "applies_if" in d else None
+    applies_when = _parse_expr(doc, d["applies_when"], ("applies_when",)) \
+        if "applies_when" in d else None
     requires = d.get("requires", [])
     _need(doc, isinstance(requires, list), ("requires",), "a list of feature names")
     for i, r in enumerate(requires):
@@ -504,7 +520,8 @@ def parse_probe(doc: Doc) -> Probe:
     _need(doc, isinstance(inconc, bool), ("may_be_inconclusive",), "true or false")
     probe = Probe(doc, d["id"], d["title"].strip(), feature, d["source"].strip(),
                   str(d.get("suite", "library")), formats, ks, applies_if, tuple(requires),
-                  when, lets, vectors, facts, rules, inconc, str(d.get("notes", "")))
+                  when, lets, vectors, facts, rules, inconc, str(d.get("notes", "")),
+                  applies_when)
     _check_names(probe)
     return probe
 
@@ -607,6 +624,8 @@ def _check_names(probe: Probe) -> None:
     known = base | decided | {"true", "false"}
     if probe.applies_if is not None:
         _names_ok(doc, probe.applies_if, base | {"true", "false"}, ("applies_if",))
+    if probe.applies_when_expr is not None:
+        _names_ok(doc, probe.applies_when_expr, known, ("applies_when",))
     for name, node in probe.let:
         _names_ok(doc, node, known, ("let", name))
         known = known | {name}
