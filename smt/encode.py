@@ -13,7 +13,7 @@ Encoding choices, all for solver speed:
 - identical sub-terms (decoders, products of the same inputs) are built identically, so
   z3's hash-consing shares them between configurations encoded over the same inputs;
 - leading-zero counts are logarithmic shifters, not priority chains;
-- the IEEE additions (late c, interleaved groups, SFMA, GPS) align with guard bits and a
+- the IEEE additions (late c, SFMA, GPS) align with guard bits and a
   sticky bit instead of an exact wide register.
 
 Encoded algorithms: 'fused' (all features), 'sfma' and 'gps'.  'fdrda' (CDNA3) raises
@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import z3
+
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.errors import MmaprobeError
 from mmaprobe.models.formats import Format, get_format
@@ -421,34 +422,11 @@ class Encoder:
         cterm = self.decode(acc_fmt, acc, flush_c)
         nan, infp, infn = self._specials(live_prods + [cterm])
         mode = cfg.final_rounding
-        flush_out = "output" in cfg.flush
-        if cfg.interleave == "pairs":
-            gbits = []
-            f32 = get_format("binary32")
-            for g in (0, 1):
-                grp = [p for i, p in enumerate(prods) if (i // 2) % 2 == g]
-                terms = [p for p in grp if p is not None]
-                total, unit, live, neg = self.fused_sum(terms, len(grp) - len(terms))
-                zs = z3.If(live, z3.BoolVal(mode == "rd"), neg)
-                gbits.append(self.round_to(f32, total, unit, mode, _prec(cfg.out_frac_bits),
-                                           "inf", False, zs))
-            s = self.ieee_sum(f32, [self.operand(f32, gbits[0]), self.operand(f32, gbits[1])],
-                              cfg.late_rounding, False)
-            d = self.ieee_sum(fout, [self.operand(f32, s), self.operand(acc_fmt, acc)],
-                              cfg.late_rounding, False)
-        elif cfg.c_placement == "early":
-            terms = live_prods + [cterm]
-            total, unit, live, neg = self.fused_sum(terms, len(prods) - len(live_prods))
-            zs = z3.If(live, z3.BoolVal(mode == "rd"), neg)
-            d = self.round_to(fout, total, unit, mode, _prec(cfg.out_frac_bits), "inf",
-                              flush_out, zs)
-        else:
-            total, unit, live, neg = self.fused_sum(live_prods, len(prods) - len(live_prods))
-            zs = z3.If(live, z3.BoolVal(mode == "rd"), neg)
-            s = self.round_to(fout, total, unit, mode, _prec(cfg.out_frac_bits), "inf",
-                              False, zs)
-            d = self.ieee_sum(fout, [self.operand(fout, s), self.operand(acc_fmt, acc)],
-                              cfg.late_rounding, flush_out)
+        terms = live_prods + [cterm]
+        total, unit, live, neg = self.fused_sum(terms, len(prods) - len(live_prods))
+        zs = z3.If(live, z3.BoolVal(mode == "rd"), neg)
+        d = self.round_to(fout, total, unit, mode, _prec(cfg.out_frac_bits), "inf",
+                          "output" in cfg.flush, zs)
         d = z3.If(z3.Or(infp, infn), self.inf_out(fout, infn), d)
         return z3.If(nan, self.nan_out(fout), d)
 
@@ -503,13 +481,31 @@ class Encoder:
             return self.sfma(a, b, c)
         if cfg.algorithm == "gps":
             return self.gps(a, b, c)
-        n = cfg.k if cfg.interleave == "pairs" else cfg.nfma
-        acc, acc_fmt = c, self.fc
+        order = block_order(cfg)
+        a, b = [a[i] for i in order], [b[i] for i in order]
+        n = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
+        late = cfg.c_placement == "late"
+        fout = self.fout
+        acc, acc_fmt = (_val(fout.zero_bits(0), fout.width), fout) if late else (c, self.fc)
         for blk in range(cfg.k // n):
             lo = blk * n
             acc = self.fused_block(a[lo:lo + n], b[lo:lo + n], acc, acc_fmt, blk == 0)
-            acc_fmt = self.fout
+            acc_fmt = fout
+        if late:
+            # c joins once, after the chain, by one IEEE addition; NaN is the unit's own
+            d = self.ieee_sum(fout, [self.operand(fout, acc), self.operand(self.fc, c)],
+                              cfg.late_rounding, "output" in cfg.flush)
+            x = self.operand(fout, d)
+            acc = z3.If(x.nan, self.nan_out(fout), d)
         return acc
+
+
+def block_order(cfg: AccumulatorConfig) -> list[int]:
+    """Product indices in block order: interleave='pairs' takes {0,1,4,5,..} then {2,3,6,7,..}."""
+    if cfg.interleave == "pairs":
+        return ([i for i in range(cfg.k) if (i // 2) % 2 == 0]
+                + [i for i in range(cfg.k) if (i // 2) % 2 == 1])
+    return list(range(cfg.k))
 
 
 def _prec(out_frac_bits: int | None) -> int | None:
