@@ -33,6 +33,7 @@ from .config import AccumulatorConfig
 from .errors import InputError
 from .formats import Format, get_format
 from .reference import FDRDA_DOT_BITS, GFDRDA_C_RZ_BELOW
+from .reference import nan_bits as _nan_bits
 
 #: Rows per chunk: a (chunk, k) float64 array stays within the L2 cache for k <= 32.
 CHUNK = 8192
@@ -225,12 +226,6 @@ def _special_rows(spec, sign, cspec, csign):
     return nan, inf, neg
 
 
-def _nan_bits(cfg: AccumulatorConfig, fmt: Format) -> int:
-    if cfg.nan == "canonical":
-        return (1 << (fmt.bits - 1)) - 1
-    return fmt.nan_bits()
-
-
 # -- exact rounding to an output format ----------------------------------------------------
 
 def _round_bits(fmt: Format, total, unit, mode: str, zero_sign, p: int | None = None,
@@ -407,10 +402,10 @@ def _operand(fmt: Format, bits, flush: bool = False):
 # -- the integer engine --------------------------------------------------------------------
 
 def _run_int(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
-    if cfg.algorithm == "sfma":
-        return _sfma(cfg, a, b, c)
-    if cfg.algorithm == "gps":
-        return _gps(cfg, a, b, c)
+    if cfg.algorithm in ("sfma", "gps"):
+        fout = get_format(cfg.out_format)
+        d = _sfma(cfg, a, b, c) if cfg.algorithm == "sfma" else _gps(cfg, a, b, c)
+        return np.where(d == np.uint64(fout.nan_bits()), np.uint64(_nan_bits(cfg, fout)), d)
     fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
                      get_format(cfg.out_format))
     a, b = _block_order(cfg, a, b)
@@ -438,7 +433,8 @@ def _block_order(cfg: AccumulatorConfig, a, b):
 
 def _late_c(cfg, fout, fc, acc, c) -> np.ndarray:
     """c_placement='late': one IEEE addition of c to the chained blocks' output."""
-    d = _ieee_add(fout, _operand(fout, acc), _operand(fc, c), cfg.late_rounding,
+    d = _ieee_add(fout, _operand(fout, acc), _operand(fc, c, "inputs" in cfg.flush),
+                  cfg.late_rounding,
                   "output" in cfg.flush, _int_dtype(cfg))
     # a NaN is the unit's own (canonical on NVIDIA), not the IEEE default
     return np.where(d == np.uint64(fout.nan_bits()), np.uint64(_nan_bits(cfg, fout)), d)

@@ -42,11 +42,14 @@ interleave
     separately inside each block, then combined (seed 002 IV-H).
 final_rounding, out_frac_bits
     rounding of the fused sum to the output format, optionally at a reduced number of
-    fraction bits (13 on Ada QMMA / Hopper QGMMA fp8).
+    fraction bits (13 on Ada QMMA / Hopper QGMMA fp8).  A fused or fdrda result of
+    magnitude >= 2**(emax+1) after rounding is infinite in every mode (seed 002 FDA step 5);
+    the IEEE operations (late c, sfma, gps) overflow as IEEE 754 says for their mode.
 late_rounding
     rounding of the late addition of c (c_placement='late').
 flush
-    stages whose subnormals are flushed to zero: inputs, products, sums, output.
+    stages whose subnormals are flushed to zero: inputs, products, sums, output ('gps'
+    always flushes all four; 'sfma' allows only output).
 nan
     'canonical': NVIDIA's canonical NaN (0x7fffffff for binary32, 0x7fff for binary16);
     'ieee': the format's default quiet NaN.
@@ -109,6 +112,9 @@ class AccumulatorConfig:
                 raise ConfigError(f"{name}: {e}") from None
         if self.nfma == 0:
             object.__setattr__(self, "nfma", self.k)
+        if self.algorithm == "gps":
+            # CDNA2 flushes subnormals at every stage (seed 002 Alg. 3): not optional
+            object.__setattr__(self, "flush", FLUSH_STAGES)
         object.__setattr__(self, "flush", tuple(sorted(set(self.flush),
                                                        key=FLUSH_STAGES.index)
                                                 if set(self.flush) <= set(FLUSH_STAGES)
@@ -157,13 +163,19 @@ class AccumulatorConfig:
         if self.interleave == "even_odd":
             need(self.algorithm == "fdrda" and self.nfma % 2 == 0, "interleave",
                  "'even_odd' only with algorithm 'fdrda' and an even nfma")
+        if self.algorithm in ("sfma", "gps"):
+            need(not self.product_overflow, "product_overflow",
+                 f"false for algorithm {self.algorithm!r} (IEEE products)")
         if self.algorithm == "sfma":
             need(self.nfma == 1, "nfma", "1 for algorithm 'sfma'")
+            need(set(self.flush) <= {"output"}, "flush",
+                 "at most ('output',) for algorithm 'sfma' (IEEE FMAs keep subnormals)")
         if self.algorithm == "gps":
             need(self.nfma & (self.nfma - 1) == 0, "nfma",
                  "a power of two (the GPS group size)")
             need(self.out_format == "binary32" and self.c_format == "binary32",
                  "out_format", "binary32 for algorithm 'gps'")
+
         if self.algorithm == "fdrda":
             need(self.out_format == "binary32" and self.c_format == "binary32",
                  "out_format", "binary32 for algorithm 'fdrda'")

@@ -432,10 +432,10 @@ def reference_dot(cfg: AccumulatorConfig, a: list[int], b: list[int], c: int,
     a, b = [int(x) for x in a], [int(x) for x in b]
     if len(a) != cfg.k or len(b) != cfg.k:
         raise ValueError(f"expected k={cfg.k} values in a and b, got {len(a)} and {len(b)}")
-    if cfg.algorithm == "sfma":
-        return _sfma(cfg, fin, fc, fout, a, b, int(c), trace)
-    if cfg.algorithm == "gps":
-        return _gps(cfg, fin, a, b, int(c), trace)
+    if cfg.algorithm in ("sfma", "gps"):
+        d = (_sfma(cfg, fin, fc, fout, a, b, int(c), trace) if cfg.algorithm == "sfma"
+             else _gps(cfg, fin, a, b, int(c), trace))
+        return nan_bits(cfg, fout) if fout.decode(d)[0] == "nan" else d
     order = block_order(cfg)
     a, b = [a[i] for i in order], [b[i] for i in order]
     n = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
@@ -453,7 +453,10 @@ def reference_dot(cfg: AccumulatorConfig, a: list[int], b: list[int], c: int,
                                trace, blk == 0)
         acc_fmt = fout
     if late:
-        d = _ieee_add(fout, acc, fc, int(c), fout, cfg.late_rounding, "output" in cfg.flush)
+        cb = int(c)
+        if "inputs" in cfg.flush and fc.decode(cb)[0] == "finite" and fc.decode(cb)[2] >> fc.t == 0:
+            cb = fc.zero_bits(0)  # a subnormal c is an input: flushed to +0
+        d = _ieee_add(fout, acc, fc, cb, fout, cfg.late_rounding, "output" in cfg.flush)
         if fout.decode(d)[0] == "nan":
             d = nan_bits(cfg, fout)  # the unit's own NaN, canonical on NVIDIA
         if trace is not None:
