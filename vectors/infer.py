@@ -39,6 +39,7 @@ from .suitefile import Observed, Suite, hexbits
 
 Progress = Callable[[str], None] | None
 MAX_CLOSEST = 3
+MAX_REFINE = 8
 MAX_SHOWN = 8
 
 #: domains tried by the refinement loop (single-feature changes of a closest candidate)
@@ -235,7 +236,8 @@ def infer(suite: Suite, observed: Observed, space: CandidateSpace,
     presets.sort(key=lambda r: (r["mismatches"], r["preset"]))
     inf = Inference(suite, observed, space, counts, consistent, decided, pdec, presets)
     if not consistent:
-        order = np.argsort(counts, kind="stable")[:MAX_CLOSEST]
+        # refine the MAX_REFINE closest; report first those a one-feature change explains
+        order = np.argsort(counts, kind="stable")[:MAX_REFINE]
         fout = get_format(suite.out_format)
         for ci in order:
             ci = int(ci)
@@ -261,6 +263,9 @@ def infer(suite: Suite, observed: Observed, space: CandidateSpace,
                                 "describe": cfgs[ci].describe(), "mismatches": int(counts[ci]),
                                 "vectors": vecs, "implicated_features": implicated,
                                 "refinements": muts})
+        inf.closest.sort(key=lambda c: (not any(m["explains_all"] for m in c["refinements"]),
+                                        c["mismatches"]))
+        inf.closest = inf.closest[:MAX_CLOSEST]
     return inf
 
 

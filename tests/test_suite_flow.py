@@ -1,0 +1,158 @@
+"""suite + run + infer and identify on presets as virtual devices (issue 5)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from mmaprobe.models.presets import get_preset, list_presets
+from mmaprobe.vectors.candidates import neighbourhood
+from mmaprobe.vectors.identify import identify, virtual_device
+from mmaprobe.vectors.infer import infer
+from mmaprobe.vectors.suite import SuiteOptions, build_suite
+from mmaprobe.vectors.suitefile import (
+    Observed,
+    read_observed,
+    read_suite,
+    write_observed,
+    write_suite,
+)
+
+#: one preset per algorithm / format family (fused fp16, fp16 out, bf16, tf32, fp8 narrow,
+#: fp8 interleaved pairs, fp4, sfma fp64/fp32, gps, fdrda, fdrda even/odd fp8)
+REPRESENTATIVE = ["h100-fp16-fp32-k8", "v100-fp16-fp16", "a100-bf16-fp32", "a100-tf32-fp32",
+                  "l40s-e4m3-fp32", "h100-e4m3-fp32-mma-k16", "mi250x-fp32-fp32",
+                  "mi250x-fp16-fp32-k4", "mi300x-xf32-fp32", "mi300x-fp8-fp32"]
+FAST = SuiteOptions(seed=1, random=32, pool=400, smt_seconds=0.0, use_smt=False,
+                    local_rows=200, local_searches=8)
+
+
+def _unique_presets() -> list[str]:
+    seen, out = set(), []
+    for p in list_presets():
+        if p.config not in seen:
+            seen.add(p.config)
+            out.append(p.name)
+    return out
+
+
+def _space(cfg):
+    return neighbourhood(cfg.in_format, cfg.c_format, cfg.out_format, cfg.k)
+
+
+def _suite_run_infer(name: str, tmp_path, opts: SuiteOptions = FAST):
+    cfg = get_preset(name).config
+    space = _space(cfg)
+    suite = build_suite(space, opts)
+    sp, op = tmp_path / "suite.json", tmp_path / "obs.json"
+    write_suite(sp, suite)
+    suite = read_suite(sp)
+    obs = Observed(list(suite.ids), virtual_device(cfg)(suite.a, suite.b, suite.c),
+                   suite.out_format, {"device": f"preset:{name}"})
+    write_observed(op, obs, suite)
+    obs = read_observed(op, suite, sp)
+    return cfg, space, suite, infer(suite, obs, space)
+
+
+def _check_recovered(name, cfg, space, inf):
+    assert inf.explained
+    cons = {space.configs[i] for i in inf.consistent}
+    assert cfg in cons
+    matching = [p["preset"] for p in inf.presets if p["matches"]]
+    assert name in matching
+    # every consistent configuration agrees with the preset on every suite vector
+    assert len(cons) <= 12, [c.describe() for c in cons]
+
+
+@pytest.mark.parametrize("name", REPRESENTATIVE)
+def test_suite_run_infer_recovers_preset(name, tmp_path):
+    cfg, space, suite, inf = _suite_run_infer(name, tmp_path)
+    assert len(space.configs) >= 1000
+    _check_recovered(name, cfg, space, inf)
+
+
+@pytest.mark.parametrize("name", REPRESENTATIVE)
+def test_identify_within_budget(name):
+    cfg = get_preset(name).config
+    space = _space(cfg)
+    res = identify(virtual_device(cfg), space, max_queries=16, pool=800, use_smt=False)
+    assert res.status in ("identified", "class"), res.note
+    assert len(res.queries) <= 16
+    assert cfg in {space.configs[i] for i in res.remaining}
+    assert name in res.presets
+
+
+def _library_loads() -> bool:
+    from mmaprobe.models.errors import MmaprobeError
+    from mmaprobe.probes.probe import library_files, load_probes
+
+    try:
+        return bool(load_probes(library_files()))
+    except MmaprobeError:
+        return False
+
+
+def test_suite_json_has_provenance_and_probe_vectors(tmp_path):
+    if not _library_loads():
+        pytest.skip("probe library does not load (being edited)")
+    cfg, space, suite, inf = _suite_run_infer("h100-fp16-fp32-k8", tmp_path)
+    data = json.loads((tmp_path / "suite.json").read_text())
+    assert data["schema"] == "mmaprobe-suite" and data["version"] == 1
+    assert data["formats"] == {"in": "binary16", "c": "binary32", "out": "binary32"}
+    kinds = {v["provenance"]["kind"] for v in data["vectors"]}
+    assert {"probe", "random", "discriminator"} <= kinds
+    assert all(len(v["a"]) == 8 and v["c"].startswith("0x") for v in data["vectors"])
+    # probes decide in the pipeline and agree with the configuration
+    decided = {p["feature"]: p for p in inf.probe_decisions}
+    assert decided["neab"]["outcome"] == "2"
+    assert inf.decided["neab"]["value"] == 2
+
+
+def test_device_outside_space_is_unexplained(tmp_path):
+    cfg = get_preset("h100-fp16-fp32-k8").config.replace(neab=7)  # the space has 0..4
+    space = _space(cfg)
+    assert cfg not in set(space.configs)
+    suite = build_suite(space, FAST)
+    obs = Observed(list(suite.ids), virtual_device(cfg)(suite.a, suite.b, suite.c),
+                   suite.out_format)
+    inf = infer(suite, obs, space)
+    assert not inf.explained
+    assert not any(p["matches"] for p in inf.presets)
+    top = inf.closest[0]
+    assert top["vectors"] and "neab" in top["implicated_features"]
+    # the refinement loop finds a neab beyond the space's values that explains everything
+    assert any(m["feature"] == "neab" and m["value"] >= 5 and m["explains_all"]
+               for c in inf.closest for m in c["refinements"])
+    res = identify(virtual_device(cfg), space, pool=800, use_smt=False)
+    assert res.status == "unexplained" and not res.remaining
+    assert res.inference is not None and res.inference.closest
+
+
+def test_identify_with_smt_budget_reports_class():
+    # the SMT engine is consulted when no model row splits the remaining class
+    cfg = get_preset("v100-fp16-fp32").config
+    res = identify(virtual_device(cfg), _space(cfg), pool=600, smt_seconds=4.0)
+    assert res.status in ("identified", "class")
+    assert len(res.queries) <= 16 and "v100-fp16-fp32" in res.presets
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _unique_presets())
+def test_every_preset_suite_and_identify(name, tmp_path):
+    cfg, space, suite, inf = _suite_run_infer(name, tmp_path,
+                                              SuiteOptions(seed=2, smt_seconds=0.0,
+                                                           use_smt=False))
+    assert len(space.configs) >= 1000
+    _check_recovered(name, cfg, space, inf)
+    res = identify(virtual_device(cfg), space, max_queries=16, use_smt=False)
+    assert res.status in ("identified", "class") and len(res.queries) <= 16
+    assert name in res.presets
+
+
+def test_device_callable_shapes():
+    cfg = get_preset("v100-fp16-fp32").config
+    dev = virtual_device(cfg)
+    d = dev(np.zeros((3, 4), np.uint64), np.zeros((3, 4), np.uint64), np.zeros(3, np.uint64))
+    assert d.shape == (3,)
