@@ -50,6 +50,9 @@ DERIVED: dict[str, Callable[[AccumulatorConfig], Any]] = {
     "product_exact": lambda cfg: True,
     "monotone": _monotone,
     "sticky": lambda cfg: cfg.align_rounding == "rz_sticky",
+    # FDA step 1 (seed 002 Sec. III): NaN wins, inf - inf and 0 * inf give NaN, an infinity
+    # propagates with its sign.  Every engine of the model does this.
+    "specials": lambda cfg: "ieee",
 }
 
 FEATURES: tuple[str, ...] = FIELD_NAMES + tuple(DERIVED)

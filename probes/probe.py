@@ -350,10 +350,16 @@ def decide(inst: Instance, outputs: list[int], fout: Format) -> Outcome:
             if rule.first is None:
                 return _outcome(probe, rule.then, env, rule.path + ("then",))
             found = None
+            others = {n: dict(items) for n, items in inst.sweeps.items()
+                      if n != rule.first["sweep"]}
             for i, row in inst.sweeps[rule.first["sweep"]]:
                 senv = dict(env)
                 senv["i"] = Fraction(i)
                 senv["d"] = observe(fout, outputs[row])
+                for n, rows in others.items():
+                    # another sweep's output at the same index (pairs of sweeps)
+                    if i in rows:
+                        senv[n] = observe(fout, outputs[rows[i]])
                 if ex._truth(ex.evaluate(rule.first["where"], senv)):
                     found = senv
                     break
@@ -651,7 +657,9 @@ def _check_names(probe: Probe) -> None:
         if rule.cond is not None:
             _names_ok(doc, rule.cond, obs, rule.path + ("if",))
         if rule.first is not None:
-            _names_ok(doc, rule.first["where"], obs | {"i", "d"}, rule.path + ("first",))
+            sweeps = {v.name for v in probe.vectors if v.sweep is not None}
+            _names_ok(doc, rule.first["where"], obs | {"i", "d"} | sweeps,
+                      rule.path + ("first",))
 
 
 def _is_literal(val: Any) -> bool:
