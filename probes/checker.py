@@ -100,6 +100,7 @@ def run_check(probes: list[Probe], spaces: list[Space],
     inst_cache: dict[tuple, Instance] = {}
     fmt_cache: dict[tuple, bool] = {}
     app_cache: dict[tuple, bool] = {}
+    dec_cache: dict[tuple, Outcome] = {}
     total_rows = calls = nconf = 0
     space_info = []
     for si, space in enumerate(spaces):
@@ -160,7 +161,12 @@ def run_check(probes: list[Probe], spaces: list[Space],
             fout = get_format(cfg.out_format)
             for (p, inst), m in zip(todo, maps):
                 outputs = [out_list[j] for j in m]
-                outcome = decide(inst, outputs, fout)
+                # a decision is a function of the instance and its outputs: memoise it
+                dkey = (id(inst), tuple(outputs))
+                outcome = dec_cache.get(dkey)
+                if outcome is None:
+                    outcome = decide(inst, outputs, fout)
+                    dec_cache[dkey] = outcome
                 truth = feature_value(cfg, p.feature)
                 res = results[p.id]
                 res.tried += 1
