@@ -102,7 +102,7 @@ def test_bad_suite_entry_and_digest(files, tmp_path, capsys):
     _fail(["run", str(bad), "--preset", "v100-fp16-fp32", "-o", str(tmp_path / "x.json")],
           capsys, str(bad), vid, "k=4")
     data = json.loads(s.read_text())
-    data["vectors"][1]["c"] = "0x3f800000"
+    data["vectors"][1]["c"] = "0x3f812345"
     bad.write_text(json.dumps(data))
     _fail(["run", str(bad), "--preset", "v100-fp16-fp32", "-o", str(tmp_path / "x.json")],
           capsys, str(bad), "digest")
