@@ -1,0 +1,196 @@
+"""Our probe library: every probe decides every preset it applies to, stays robust on a
+compact space that exercises all of them, and the language's error paths are clear."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mmaprobe.models.config import AccumulatorConfig
+from mmaprobe.models.presets import list_presets
+from mmaprobe.probes.checker import run_check
+from mmaprobe.probes.probe import InstantiationError, Outcome, library_files, load_probes, load_text
+from mmaprobe.probes.space import Space, default_space_files, load_spaces
+from mmaprobe.probes.yamlsrc import SchemaError
+from mmaprobe.vectors.cli import main
+
+LIBRARY = load_probes(library_files())
+IDS = [p.id for p in LIBRARY]
+
+
+def _space(*cfgs: AccumulatorConfig) -> Space:
+    return Space("test", "<test>", list(cfgs), 0, 0)
+
+
+@pytest.fixture(scope="module")
+def preset_report():
+    return run_check(LIBRARY, [_space(*(p.config for p in list_presets()))])
+
+
+@pytest.mark.parametrize("probe_id", IDS)
+def test_probe_decides_every_preset_it_applies_to(preset_report, probe_id: str) -> None:
+    (r,) = [r for r in preset_report.results if r.probe.id == probe_id]
+    assert r.wrong == 0, r.counterexamples[:1]
+    if not r.probe.may_be_inconclusive:
+        assert r.inconclusive == 0, r.inconclusive_examples[:1]
+    assert r.tried > 0, f"{probe_id} applies to no preset"
+
+
+def test_presets_decided_features(preset_report) -> None:
+    # every decidable feature of the issue is decided on some preset by some probe
+    decided = {r.probe.feature for r in preset_report.results if r.correct}
+    assert decided >= {"neab", "nfma", "final_rounding", "align_rounding", "carry_bits",
+                       "product_normalisation", "c_placement", "interleave", "monotone",
+                       "product_exact", "subnormal_inputs", "subnormal_output",
+                       "subnormal_sums", "nan", "specials", "algorithm"}
+
+
+COMPACT = """\
+id: compact-fp16
+formats: {in: binary16, c: binary32, out: binary32}
+k: [8]
+vary:
+  neab: [0, 2]
+  nfma: [1, 2, 8]
+  align_rounding: [rz, rd, rne, rz_sticky]
+  final_rounding: [rz, rne, ru]
+  c_placement: [early, late]
+  product_normalisation: [denormalised, normalised]
+  carry_bits: [null, 0]
+---
+id: compact-fp16-fp16
+formats: {in: binary16, c: binary16, out: binary16}
+k: [8]
+vary:
+  nfma: [2, 8]
+  flush: [[], [output], [sums], [inputs]]
+  final_rounding: [rd, rne]
+---
+id: compact-fp8
+formats: {in: e4m3, c: binary32, out: binary32}
+k: [16]
+vary:
+  interleave: [none, pairs]
+  nfma: [8, 16]
+  neab: [-10, 2]
+  out_frac_bits: [13, null]
+  c_placement: [early, late]
+---
+id: compact-fp64
+formats: {in: binary64, c: binary64, out: binary64}
+k: [4]
+fixed: {algorithm: sfma, nfma: 1, nan: ieee}
+vary:
+  final_rounding: [rz, rne, rd, ru]
+"""
+
+
+def test_library_robust_on_compact_space(tmp_path: Path) -> None:
+    sp = tmp_path / "compact.yaml"
+    sp.write_text(COMPACT)
+    rep = run_check(LIBRARY, load_spaces([sp]))
+    bad = [(r.probe.id, r.counterexamples[:1] or r.inconclusive_examples[:1])
+           for r in rep.results if r.failed]
+    assert not bad
+    untried = [r.probe.id for r in rep.results if r.tried == 0]
+    assert not untried
+    assert main(["check", "--space", str(sp), "--quiet", "--probes", "carry-*"]) == 0
+
+
+def test_default_spaces_vary_the_new_features() -> None:
+    spaces = load_spaces(default_space_files())
+    seen: dict[str, set] = {}
+    for s in spaces:
+        for c in s.configs:
+            for f in ("carry_bits", "product_normalisation", "interleave", "flush",
+                      "algorithm", "in_format"):
+                seen.setdefault(f, set()).add(getattr(c, f))
+    assert {None, 0, 1, 2, 3} <= seen["carry_bits"]
+    assert seen["product_normalisation"] == {"denormalised", "normalised"}
+    assert {"none", "pairs"} <= seen["interleave"]
+    assert {(), ("inputs",), ("output",)} <= seen["flush"]
+    assert "sfma" in seen["algorithm"] and "binary64" in seen["in_format"]
+    assert 2000 < sum(len(s.configs) for s in spaces) < 20000
+
+
+@pytest.mark.slow
+def test_default_spaces_all_robust_json(capsys) -> None:
+    import json
+
+    assert main(["check", "--quiet", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["seconds"] < 240
+    assert all(p["wrong"] == 0 for p in out["probes"])
+
+
+# -- the language: outcomes, error paths --------------------------------------------------
+
+def test_unbounded_carry_satisfies_at_least_only() -> None:
+    assert Outcome("at_least", 3).holds(None) is True
+    assert Outcome("at_most", 3).holds(None) is False
+    (p,) = [p for p in LIBRARY if p.id == "interleave"]
+    assert p.feature == "interleave"  # 'none' stays a string for non-integer features
+
+
+HEAD = "id: t\ntitle: t\nfeature: nfma\nsource: s\n"
+
+
+@pytest.mark.parametrize("body, msg", [
+    ("vectors:\n  - {name: w, sweep: {var: i, from: 0}, a: {i: 1}}\n"
+     "decide:\n  - otherwise: inconclusive\n", r"t.yaml:6: vectors.0.sweep: expected a mapping"),
+    ("vectors:\n  - {name: w, sweep: {var: I, from: 0, to: 1}, a: {0: 1}}\n"
+     "decide:\n  - otherwise: inconclusive\n", r"sweep.var: expected a lower-case"),
+    ("vectors:\n  - {name: w, sweep: {var: i, from: 0, to: 1, by: 2}, a: {0: 1}}\n"
+     "decide:\n  - otherwise: inconclusive\n", r"sweep: expected a mapping"),
+    ("vectors:\n  - {name: w, a: {0: 1}}\ndecide:\n  - first: {sweep: w, where: 'd == 0'}\n"
+     "    then: 1\n", r"first.sweep: expected the name of a swept vector"),
+    ("requires: [neab]\nwhen: {nfma: [4]}\nvectors:\n  - {name: w, a: {0: 1}}\n"
+     "decide:\n  - otherwise: inconclusive\n", r"t.yaml:6: when.nfma: expected a feature listed "
+                                               r"in requires"),
+    ("applies_when: 'nfma > 2'\nvectors:\n  - {name: w, a: {0: 1}}\n"
+     "decide:\n  - otherwise: inconclusive\n", r"applies_when: unknown name 'nfma'"),
+    ("vectors:\n  - {name: w, a: {0: 1}}\ndecide:\n  - first: {sweep: w, where: 'd > v'}\n"
+     "    then: 1\n", r"expected the name of a swept vector|unknown name 'v'"),
+])
+def test_schema_error_paths(body: str, msg: str) -> None:
+    with pytest.raises(SchemaError, match=msg):
+        load_text(HEAD + body, "t.yaml")
+
+
+@pytest.mark.parametrize("sweep, msg", [
+    ("{var: i, from: 0, to: 3, step: 0}", "positive step"),
+    ("{var: i, from: 0, to: 100000}", "at most 4096"),
+    ("{var: i, from: 0, to: 'k'}", r"position 'i' gives 4..4, outside 0..3 for k=4"),
+])
+def test_bad_sweeps_fail_at_instantiation(sweep: str, msg: str) -> None:
+    (p,) = load_text(HEAD + f"vectors:\n  - {{name: w, sweep: {sweep}, a: {{i: 1}}, b: {{i: 1}}}}\n"
+                     "decide:\n  - otherwise: inconclusive\n", "s.yaml")
+    with pytest.raises(InstantiationError, match=msg):
+        p.instantiate("binary16", "binary32", "binary32", 4)
+
+
+def test_unrepresentable_instantiation_names_probe_format_term() -> None:
+    # seed 000's interleaving walk uses 2^-24 = 2^-12 * 2^-12: not an e4m3 product
+    from mmaprobe.probes.cmd_probes import suite_probes
+
+    (p,) = [p for p in suite_probes("khattak2025") if p.id == "km-interleave-walk"]
+    p.instantiate("e5m2", "binary32", "binary32", 32)
+    with pytest.raises(InstantiationError,
+                       match=r"probe km-interleave-walk .*format e4m3, vector at3 a\[1\]: "
+                             r"'2\^-12' = 1/4096 .*not representable in e4m3"):
+        p.instantiate("e4m3", "binary32", "binary32", 32)
+    # a library probe that needs decided features says so when one is missing
+    (q,) = [q for q in LIBRARY if q.id == "carry-bits"]
+    with pytest.raises(InstantiationError, match=r"probe carry-bits .*unknown name 'nfma'"):
+        q.instantiate("binary16", "binary32", "binary32", 8)
+
+
+def test_applies_when_limits_a_probe_to_its_range() -> None:
+    (p,) = [p for p in LIBRARY if p.id == "c-placement"]
+    assert p.applies_decided("binary16", "binary32", "binary32", 8, {"neab": 1, "F": 24,
+                                                                        "out_t": 23})
+    assert not p.applies_decided("binary16", "binary32", "binary32", 8, {"neab": 0, "F": 23,
+                                                                            "out_t": 23})
+    rep = run_check([p], [_space(AccumulatorConfig(in_format="binary16", k=8, neab=0))])
+    assert rep.results[0].not_applicable == 1 and rep.results[0].tried == 0
