@@ -7,6 +7,7 @@ compared with the configuration's true feature value.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from collections.abc import Callable
@@ -37,6 +38,20 @@ class ProbeResult:
     counterexamples: list[dict[str, Any]] = field(default_factory=list)
     inconclusive_examples: list[dict[str, Any]] = field(default_factory=list)
     wrong_configs: list[AccumulatorConfig] = field(default_factory=list)
+    tried_configs: list[AccumulatorConfig] = field(default_factory=list)
+
+    def wrong_where(self) -> dict[str, list[str]]:
+        """Fields whose values among the wrong configurations are a strict subset of the
+        values among the tried ones: where the probe fails, in the space's own terms."""
+        out: dict[str, list[str]] = {}
+        if not self.wrong_configs:
+            return out
+        for f in dataclasses.fields(AccumulatorConfig):
+            tried = {_show(getattr(c, f.name)) for c in self.tried_configs}
+            wrong = {_show(getattr(c, f.name)) for c in self.wrong_configs}
+            if wrong < tried:
+                out[f.name] = sorted(wrong)
+        return out
 
     @property
     def failed(self) -> bool:
@@ -85,6 +100,12 @@ def _example(cfg: AccumulatorConfig, inst: Instance, outputs: list[int], outcome
                      "d": f"{outputs[r]:#0{wo + 2}x}"})
     return {"configuration": cfg.to_dict(), "describe": cfg.describe(),
             "decided": outcome.describe(), "true": _jsonable(truth), "vectors": rows}
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, tuple):
+        return "+".join(v) if v else "none"
+    return str(v)
 
 
 def _jsonable(v: Any) -> Any:
@@ -170,6 +191,7 @@ def run_check(probes: list[Probe], spaces: list[Space],
                 truth = feature_value(cfg, p.feature)
                 res = results[p.id]
                 res.tried += 1
+                res.tried_configs.append(cfg)
                 ok = outcome.holds(truth)
                 if ok is None:
                     res.inconclusive += 1

@@ -175,6 +175,7 @@ def cmd_authenticate(args: argparse.Namespace) -> int:
                          "verdict": verdict, "tried": r.tried, "correct": r.correct,
                          "wrong": r.wrong, "inconclusive": r.inconclusive,
                          "wrong_on": [c.describe() for c in r.wrong_configs[:50]],
+                         "wrong_where": r.wrong_where(),
                          "counterexamples": r.counterexamples})
     if args.json:
         print(json.dumps({"suite": args.suite, "seconds": round(report.seconds, 3),
@@ -190,6 +191,11 @@ def cmd_authenticate(args: argparse.Namespace) -> int:
             if v["wrong"] > 2:
                 print(f"    wrong on {v['wrong']} configurations, e.g. "
                       + "; ".join(v["wrong_on"][:4]))
+            if v["wrong_where"]:
+                print("    wrong only where " + "; ".join(
+                    f"{k} in {{{', '.join(vals)}}}" for k, vals in v["wrong_where"].items()))
+            elif v["wrong"]:
+                print("    wrong across every value the space varies")
         print(f"{report.configurations} configurations; wall time {report.seconds:.1f} s",
               file=sys.stdout)
     return 1 if any(v["verdict"] == "not robust" for v in verdicts) else 0

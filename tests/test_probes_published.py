@@ -116,6 +116,9 @@ def test_authenticate_end_to_end(tmp_path: Path, capsys, suite: str) -> None:
             assert t["wrong_on"] and t["counterexamples"]
     if suite == "fasi2021":
         assert verdicts["fasi-rounding"]["verdict"] == "not robust"
+        # the three-carry-bit test fails exactly where the sum of 8 overflows 2 + 0 bits
+        where = verdicts["fasi-carry-three-bits"]["wrong_where"]
+        assert where == {"carry_bits": ["0"]}
         assert verdicts["fasi-carry-three-bits"]["verdict"] == "not robust"
     if suite == "khattak2025":
         assert verdicts["km-interleave-walk"]["tried"] > 0
