@@ -300,7 +300,7 @@ def names_in(node: Node) -> set[str]:
 
 # -- evaluator --------------------------------------------------------------------------
 
-FUNCTIONS = ("min", "max", "abs", "floor", "ceil", "log2",
+FUNCTIONS = ("min", "max", "abs", "floor", "ceil", "log2", "flog2",
              "isnan", "isinf", "isneg", "iszero", "bits")
 
 
@@ -427,7 +427,7 @@ def _call(name: str, args: list[Value]) -> Value:
             raise ExprError(f"{name}() needs at least one argument")
         vals = [_num(a, name) for a in args]
         return min(vals) if name == "min" else max(vals)
-    if name in ("abs", "floor", "ceil", "log2"):
+    if name in ("abs", "floor", "ceil", "log2", "flog2"):
         if len(args) != 1:
             raise ExprError(f"{name}() takes one argument")
         x = _exact(args[0], name)
@@ -438,8 +438,15 @@ def _call(name: str, args: list[Value]) -> Value:
         if name == "ceil":
             return Fraction(math.ceil(x))
         if x <= 0:
-            raise ExprError(f"log2() of non-positive {x}")
+            raise ExprError(f"{name}() of non-positive {x}")
         e = x.numerator.bit_length() - x.denominator.bit_length()
+        if name == "flog2":
+            # floor(log2 x): 2^e <= x < 2^(e+1), with e from the bit lengths (+-1)
+            while Fraction(2) ** e > x:
+                e -= 1
+            while Fraction(2) ** (e + 1) <= x:
+                e += 1
+            return Fraction(e)
         for cand in (e - 1, e, e + 1):
             if Fraction(2) ** cand == x:
                 return Fraction(cand)

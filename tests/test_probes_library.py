@@ -194,3 +194,17 @@ def test_applies_when_limits_a_probe_to_its_range() -> None:
                                                                             "out_t": 23})
     rep = run_check([p], [_space(AccumulatorConfig(in_format="binary16", k=8, neab=0))])
     assert rep.results[0].not_applicable == 1 and rep.results[0].tried == 0
+
+
+def test_flog2_is_exact_floor_log2() -> None:
+    from fractions import Fraction
+
+    from mmaprobe.probes import expr as ex
+
+    assert ex.evaluate("flog2(9 / 4 * 15)", {}) == 5
+    assert ex.evaluate("flog2(3 / 1024)", {}) == -9
+    assert ex.evaluate("flog2(2^-2000)", {}) == -2000
+    assert ex.evaluate("flog2(k)", {"k": Fraction(16)}) == 4
+    for bad in ("flog2(0)", "flog2(-1)"):
+        with pytest.raises(ex.ExprError, match="non-positive"):
+            ex.evaluate(bad, {})
