@@ -208,3 +208,44 @@ def test_flog2_is_exact_floor_log2() -> None:
     for bad in ("flog2(0)", "flog2(-1)"):
         with pytest.raises(ex.ExprError, match="non-positive"):
             ex.evaluate(bad, {})
+
+
+def _matrix(neabs, nfmas, placements, frac_bits) -> list[AccumulatorConfig]:
+    """Every input format x output format x K of the issue, with some accumulators."""
+    import itertools
+
+    from mmaprobe.models.config import ConfigError
+
+    cfgs = []
+    for fin, fout, k, neab, nf, il, cp, ofb in itertools.product(
+            ["binary16", "bfloat16", "tf32", "e4m3", "e5m2"], ["binary32", "binary16"],
+            [4, 8, 16, 32], neabs, nfmas, ["none", "pairs"], placements, frac_bits):
+        nfma = {"k": k, "half": k // 2}.get(nf, nf)
+        if ofb and fout != "binary32":
+            continue
+        try:
+            cfgs.append(AccumulatorConfig(
+                in_format=fin, k=k, c_format=fout, out_format=fout, neab=neab, nfma=nfma,
+                interleave=il, c_placement=cp, out_frac_bits=ofb,
+                final_rounding="rne" if fout == "binary16" else "rz"))
+        except ConfigError:
+            pass  # e.g. pairs with nfma != k/2
+    return cfgs
+
+
+def _check_matrix(cfgs: list[AccumulatorConfig]) -> None:
+    rep = run_check(LIBRARY, [_space(*cfgs)])
+    assert not [(r.probe.id, r.counterexamples[:1] or r.inconclusive_examples[:1])
+                for r in rep.results if r.failed]
+    fmts = {(c.in_format, c.out_format) for r in rep.results for c in r.tried_configs}
+    assert len(fmts) == 10  # every probe family instantiates somewhere for every pair
+
+
+def test_library_instantiates_for_every_format_pair_and_k() -> None:
+    _check_matrix(_matrix([-10, 2], ["half"], ["early"], [None]))
+
+
+@pytest.mark.slow
+def test_library_instantiates_for_every_format_pair_and_k_full() -> None:
+    _check_matrix(_matrix([-10, 0, 1, 2, 3], ["k", "half", 1, 2], ["early", "late"],
+                          [None, 13]))
