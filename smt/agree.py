@@ -56,14 +56,20 @@ def random_rows(cfg: AccumulatorConfig, n: int, seed: int = 0
 class Evaluator:
     """Concrete evaluation through one symbolic encoding (substitute constants, simplify)."""
 
-    def __init__(self, cfg: AccumulatorConfig):
+    def __init__(self, cfg: AccumulatorConfig, support: tuple[int, ...] | None = None):
+        """support: positions with symbolic a_i, b_i; the others are the constant +0."""
         self.cfg = cfg
         self.a, self.b, self.c = inputs(cfg)
+        if support is not None:
+            w = self.a[0].size()
+            self.a = [x if i in support else z3.BitVecVal(0, w) for i, x in enumerate(self.a)]
+            self.b = [x if i in support else z3.BitVecVal(0, w) for i, x in enumerate(self.b)]
         self.term = encode(cfg, self.a, self.b, self.c)
 
     def __call__(self, a: list[int], b: list[int], c: int) -> int:
         pairs = [(x, z3.BitVecVal(int(v), x.size()))
-                 for x, v in zip(self.a + self.b + [self.c], list(a) + list(b) + [c])]
+                 for x, v in zip(self.a + self.b + [self.c], list(a) + list(b) + [c])
+                 if not z3.is_bv_value(x)]
         out = z3.simplify(z3.substitute(self.term, *pairs))
         if not z3.is_bv_value(out):
             raise AssertionError("the encoding did not reduce to a constant")
@@ -71,10 +77,19 @@ class Evaluator:
 
 
 def mismatches(cfg: AccumulatorConfig, a: np.ndarray, b: np.ndarray, c: np.ndarray,
-               limit: int = 5) -> list[str]:
-    """Rows where the encoding and the numpy model differ (at most limit, described)."""
+               limit: int = 5, support: tuple[int, ...] | None = None) -> list[str]:
+    """Rows where the encoding and the numpy model differ (at most limit, described).
+
+    With a support, the encoding is built with the other a_i, b_i constant +0 (the sparse
+    circuits synthesis uses) and those entries of the rows are set to +0.
+    """
+    if support is not None:
+        off = [i for i in range(cfg.k) if i not in support]
+        a, b = a.copy(), b.copy()
+        a[:, off] = 0
+        b[:, off] = 0
     want = evaluate(cfg, a, b, c)
-    ev = Evaluator(cfg)
+    ev = Evaluator(cfg, support)
     bad: list[str] = []
     for r in range(a.shape[0]):
         got = ev([int(x) for x in a[r]], [int(x) for x in b[r]], int(c[r]))

@@ -419,6 +419,9 @@ class Encoder:
         flush_c = ("inputs" in cfg.flush) if first else ("sums" in cfg.flush)
         prods: list[Num | None] = [self.product(x, y) for x, y in zip(a, b)]
         live_prods = [p for p in prods if p is not None]
+        if not live_prods and acc_fmt == fout and cfg.frac_bits >= fout.t and (
+                cfg.out_frac_bits is None or not first):
+            return self._empty_block(acc, flush_c)
         cterm = self.decode(acc_fmt, acc, flush_c)
         nan, infp, infn = self._specials(live_prods + [cterm])
         mode = cfg.final_rounding
@@ -429,6 +432,25 @@ class Encoder:
                           "output" in cfg.flush, zs)
         d = z3.If(z3.Or(infp, infn), self.inf_out(fout, infn), d)
         return z3.If(nan, self.nan_out(fout), d)
+
+    def _empty_block(self, acc: BV, flush_c: bool) -> BV:
+        """A block whose products are all constant +0: the accumulator passes through.
+
+        Its c term is exact at alignment (F >= t) and already representable, so the block
+        only maps NaN to the unit's NaN, zeros (and flushed subnormals) to +0 (the +0
+        products make the all-zero sign positive) and flushes a subnormal output.
+        """
+        fout = self.fout
+        x = self.decode(fout, acc, False)
+        subnormal = z3.And(z3.Not(x.nan), z3.Not(x.inf), z3.Not(x.zero),
+                           z3.Extract(fout.t + fout.ebits - 1, fout.t, acc) == 0)
+        res = acc
+        if "output" in self.cfg.flush:
+            res = z3.If(subnormal, z3.If(x.sign, _val(fout.zero_bits(1), fout.width),
+                                         _val(0, fout.width)), res)
+        gone = z3.Or(x.zero, subnormal) if flush_c else x.zero
+        res = z3.If(gone, _val(0, fout.width), res)
+        return z3.If(x.nan, self.nan_out(fout), res)
 
     def _ieee_product(self, x: BV, y: BV, flush_inputs: bool) -> Num:
         fin = self.fin
@@ -477,10 +499,9 @@ class Encoder:
         cfg = self.cfg
         if len(a) != cfg.k or len(b) != cfg.k:
             raise ValueError(f"expected k={cfg.k} terms in a and b")
-        if cfg.algorithm == "sfma":
-            return self.sfma(a, b, c)
-        if cfg.algorithm == "gps":
-            return self.gps(a, b, c)
+        if cfg.algorithm in ("sfma", "gps"):
+            d = self.sfma(a, b, c) if cfg.algorithm == "sfma" else self.gps(a, b, c)
+            return z3.If(self.operand(self.fout, d).nan, self.nan_out(self.fout), d)
         order = block_order(cfg)
         a, b = [a[i] for i in order], [b[i] for i in order]
         n = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
@@ -493,7 +514,9 @@ class Encoder:
             acc_fmt = fout
         if late:
             # c joins once, after the chain, by one IEEE addition; NaN is the unit's own
-            d = self.ieee_sum(fout, [self.operand(fout, acc), self.operand(self.fc, c)],
+            # a late c is an input: flushed to +0 when subnormal and inputs flush
+            d = self.ieee_sum(fout, [self.operand(fout, acc),
+                                     self.decode(self.fc, c, "inputs" in cfg.flush)],
                               cfg.late_rounding, "output" in cfg.flush)
             x = self.operand(fout, d)
             acc = z3.If(x.nan, self.nan_out(fout), d)

@@ -341,17 +341,22 @@ class RobustProbe:
     configs: int
     seconds: float
     rounds: int
+    ambiguous: list[tuple[int, int]]       # config pairs of different values left confused
+    method: str                            # 'one_vector' or 'greedy'
 
 
 def robust_probe(feature: str, space: list[AccumulatorConfig], value_of,
                  constraints: Constraints | None = None,
-                 timeout: float = 300.0) -> RobustProbe | None:
-    """Vector(s) whose outputs depend only on feature across every configuration of space.
+                 timeout: float = 300.0, progress=None) -> RobustProbe | None:
+    """Vectors whose outputs decide feature across every configuration of space.
 
-    ``value_of(cfg)`` gives the feature's value.  First one vector separating every value
-    (counterexample-guided: solve over representatives, check the whole space on the model,
-    add the configurations that broke it); if no such vector is found, one robust vector per
-    pair of values still confused.  Returns None on timeout.
+    ``value_of(cfg)`` gives the feature's value.  First, counterexample-guided, one vector
+    whose output is constant on each value's configurations and distinct between values
+    (the solver sees one representative per value plus the configurations the model showed
+    breaking it); if none is found within a quarter of the time, a greedy suite: while two
+    configurations of different values give the same outputs on every vector so far, add a
+    vector that distinguishes them.  The decision table maps every observed output tuple
+    to its value.  Returns None when even the greedy suite runs out of time.
     """
     t0 = time.monotonic()
     cons = constraints or Constraints()
@@ -361,78 +366,92 @@ def robust_probe(feature: str, space: list[AccumulatorConfig], value_of,
     cons.check(space[0].k)
     values: list[object] = []
     classes: list[list[int]] = []
-    for i, cfg in enumerate(space):
+    cls_of: list[int] = []
+    for cfg in space:
         v = value_of(cfg)
         if v not in values:
             values.append(v)
             classes.append([])
-        classes[values.index(v)].append(i)
+        classes[values.index(v)].append(len(cls_of))
+        cls_of.append(values.index(v))
     if len(values) < 2:
         raise InputError(f"robust probe: the space has one value of {feature}; nothing to decide")
-    vectors: list[Vector] = []
-    rounds = 0
-    groups = [list(range(len(values)))]
-    # pairs of value classes a vector must still tell apart
-    pending = [(x, y) for x in range(len(values)) for y in range(x + 1, len(values))]
-    while pending:
+    say = progress or (lambda msg: None)
+    res = _robust_vector(space, classes, cons, t0, timeout / 4)
+    say(f"one-vector search: {'found' if res and res[0] else 'none'} "
+        f"({time.monotonic() - t0:.1f} s)")
+    rounds = res[1] if res else 0
+    if res is not None and res[0] is not None:
+        vectors, method = [res[0]], "one_vector"
+    else:
+        vectors, method = [], "greedy"
+    ambiguous: list[tuple[int, int]] = []
+    while method == "greedy":
+        outs = [model_outputs(space, v) for v in vectors]
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i in range(len(space)):
+            groups.setdefault(tuple(o[i] for o in outs), []).append(i)
+        pair = None
+        for members in sorted(groups.values(), key=len, reverse=True):
+            first = {}
+            for i in members:
+                first.setdefault(cls_of[i], i)
+            reps = list(first.values())
+            for x in range(len(reps)):
+                for y in range(x + 1, len(reps)):
+                    if (reps[x], reps[y]) not in ambiguous:
+                        pair = (reps[x], reps[y])
+                        break
+                if pair:
+                    break
+            if pair:
+                break
+        if pair is None:
+            break
         left = timeout - (time.monotonic() - t0)
         if left <= 0:
             return None
-        target = sorted({v for p in pending for v in p}) if not vectors else list(pending[0])
-        res = _robust_vector(space, classes, target, cons, left, t0, timeout)
-        if res is None and len(target) > 2:
-            target = list(pending[0])
-            res = _robust_vector(space, classes, target, cons, timeout - (time.monotonic()
-                                                                          - t0), t0, timeout)
-        if res is None:
-            return None
-        vec, r = res
-        rounds += r
-        vectors.append(vec)
-        outs = [model_outputs(space, v) for v in vectors]
-        pending = [(x, y) for x, y in pending
-                   if _signature(outs, classes[x]) == _signature(outs, classes[y])]
-    del groups
+        d = distinguish(space[pair[0]], space[pair[1]], cons, timeout=min(left, 60.0))
+        rounds += 1
+        say(f"vector {len(vectors)}: {values[cls_of[pair[0]]]} vs {values[cls_of[pair[1]]]}: "
+            f"{d.status} in {d.seconds:.1f} s ({len(groups)} output groups)")
+        if d.status == "distinct":
+            assert d.vector is not None
+            vectors.append(d.vector)
+        else:
+            ambiguous.append(pair)
     outs = [model_outputs(space, v) for v in vectors]
-    table: dict[tuple[int, ...], object] = {}
-    for vi, members in enumerate(classes):
-        for i in members:
-            key = tuple(o[i] for o in outs)
-            if key in table and table[key] != values[vi]:
-                raise EncodingMismatch("robust probe decision table is ambiguous")
-            table[key] = values[vi]
-    return RobustProbe(feature, vectors, table, len(space), time.monotonic() - t0, rounds)
+    seen: dict[tuple[int, ...], set[int]] = {}
+    for i in range(len(space)):
+        seen.setdefault(tuple(o[i] for o in outs), set()).add(cls_of[i])
+    table = {key: values[next(iter(c))] for key, c in seen.items() if len(c) == 1}
+    return RobustProbe(feature, vectors, table, len(space), time.monotonic() - t0, rounds,
+                       ambiguous, method)
 
 
-def _signature(outs: list[list[int]], members: list[int]) -> frozenset[tuple[int, ...]]:
-    return frozenset(tuple(o[i] for o in outs) for i in members)
-
-
-def _robust_vector(space: list[AccumulatorConfig], classes: list[list[int]], target: list[int],
-                   cons: Constraints, left: float, t0: float,
-                   timeout: float) -> tuple[Vector, int] | None:
-    """A vector constant on every class and distinct between the target classes (CEGIS)."""
-    active: list[list[int]] = [[classes[v][0]] for v in range(len(classes))]
+def _robust_vector(space: list[AccumulatorConfig], classes: list[list[int]],
+                   cons: Constraints, t0: float,
+                   timeout: float) -> tuple[Vector | None, int] | None:
+    """A vector constant on every class and distinct between classes (CEGIS), or None."""
+    active: list[list[int]] = [[members[0]] for members in classes]
     rounds = 0
     stages = _plan(space[0].k, cons)
     si = 0
     while si < len(stages):
         left = timeout - (time.monotonic() - t0)
         if left <= 0:
-            return None
+            return None, rounds
         sup, window = stages[si]
-        idx = [i for v in range(len(classes)) for i in active[v]]
-        cfgs = [space[i] for i in idx]
-        q = _Query(cfgs, sup, cons, window).build()
+        idx = [i for members in active for i in members]
+        q = _Query([space[i] for i in idx], sup, cons, window).build()
         pos = {i: n for n, i in enumerate(idx)}
         goal = list(q.side)
-        for v in range(len(classes)):
-            rep = q.outs[pos[active[v][0]]]
-            for i in active[v][1:]:
-                goal.append(q.outs[pos[i]] == rep)
-        goal.append(z3.Distinct(*[q.outs[pos[active[v][0]]] for v in target]))
+        for members in active:
+            rep = q.outs[pos[members[0]]]
+            goal += [q.outs[pos[i]] == rep for i in members[1:]]
+        goal.append(z3.Distinct(*[q.outs[pos[members[0]]] for members in active]))
         rounds += 1
-        r, m = _solve(goal, min(left, max(2.0, timeout / 10)))
+        r, m = _solve(goal, min(left, 5.0), rounds)
         if r != z3.sat:
             si += 1
             continue
@@ -440,12 +459,12 @@ def _robust_vector(space: list[AccumulatorConfig], classes: list[list[int]], tar
         vec = q.vector(m)
         outs = model_outputs(space, vec)
         broken = False
-        for v in range(len(classes)):
+        for v, members in enumerate(classes):
             ref = outs[active[v][0]]
-            bad = [i for i in classes[v] if outs[i] != ref]
+            bad = [i for i in members if outs[i] != ref]
             if bad:
                 active[v].append(bad[0])
                 broken = True
-        if not broken and len({outs[classes[v][0]] for v in target}) == len(target):
+        if not broken:
             return vec, rounds
-    return None
+    return None, rounds
