@@ -331,7 +331,8 @@ def _fused_sum(cfg: AccumulatorConfig, sign, sig, lsb, exp):
             tmag = _pick(tneg, -total, total)
             tmag = _pick(tmag >= limit, tmag & (limit - 1), tmag)
             total = _pick(tneg, -tmag, tmag)
-    all_neg = neg.all(1)
+    # IEEE sign of a sum of zeros: -0 only if all are -0, or any is -0 under RD
+    all_neg = neg.any(1) if cfg.final_rounding == "rd" else neg.all(1)
     return total, emax - F - int(sticky), any_live, all_neg, emax
 
 
@@ -512,7 +513,8 @@ def _fdrda_block(cfg, fin, a, b, acc) -> np.ndarray:
     total = dot_r + c_r
     mode = cfg.final_rounding
     p_out = None if cfg.out_frac_bits is None else cfg.out_frac_bits + 1
-    zs = np.where(any_dot | live_c, mode == "rd", psign.all(1) & cneg)
+    zs = np.where(any_dot | live_c, mode == "rd",
+                  (psign.any(1) | cneg) if mode == "rd" else (psign.all(1) & cneg))
     d = _round_bits(_B32, total, unit, mode, zs, p_out, "output" in cfg.flush)
     return _apply_specials(cfg, _B32, d, nan, inf, inf_neg)
 
@@ -668,7 +670,10 @@ def _run_float(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
                 limit = 2.0 ** (F + 2 + cfg.carry_bits + int(sticky))
                 total = np.where(special | (np.abs(total) < limit), total,
                                  np.fmod(total, limit))
-            all_neg = np.signbit(p).all(1) & np.signbit(vc)
+            if mode == "rd":
+                all_neg = np.signbit(p).any(1) | np.signbit(vc)
+            else:
+                all_neg = np.signbit(p).all(1) & np.signbit(vc)
             zs = np.where(live, mode == "rd", all_neg)
             total = np.where(special, 0.0, total)
             d = _float_round(fout, total, unit, mode, zs, p_out, "output" in cfg.flush)

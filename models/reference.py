@@ -173,13 +173,15 @@ def fused_sum(cfg: AccumulatorConfig, terms: list[Term], trace,
               frac_bits: int | None = None) -> tuple[Fraction, int, bool]:
     """Align terms to their largest exponent keeping F fraction bits and add them exactly.
 
-    Returns (value, emax, all_zero_negative): the exact fixed-point result, the alignment
+    Returns (value, emax, zero_negative): the exact fixed-point result, the alignment
     exponent, and for an all-zero input whether IEEE would give -0.
     """
     F = cfg.frac_bits if frac_bits is None else frac_bits
     live = [t for t in terms if t.sig]
     if not live:
-        neg = bool(terms) and all(t.sign for t in terms)
+        # IEEE sign of a sum of zeros: -0 only if all are -0, or any is -0 under RD
+        signs = [t.sign for t in terms]
+        neg = bool(terms) and (any(signs) if cfg.final_rounding == "rd" else all(signs))
         return Fraction(0), 0, neg
     emax = max(t.exp for t in live)
     q = emax - F
@@ -282,7 +284,8 @@ def _fdrda_block(cfg, fin, a, b, acc_bits, base, trace, first) -> int:
             e_dot = None
     live = [x for x in (e_dot, cterm.exp if cterm.sig else None) if x is not None]
     if not live:
-        neg = all(t.sign for t in prods) and cterm.sign == 1
+        signs = [t.sign for t in prods] + [cterm.sign]
+        neg = any(signs) if cfg.final_rounding == "rd" else all(signs)
         return fout.zero_bits(int(neg))
     e_max = max(live)
     dot_r = Fraction(_floor_div(dot, _p2(e_max - FDRDA_DOT_BITS))) * _p2(e_max - FDRDA_DOT_BITS)
