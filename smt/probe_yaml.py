@@ -54,6 +54,7 @@ def probe_document(probe: RobustProbe, cfg: AccumulatorConfig, space_id: str,
         "formats": {"in": [cfg.in_format], "out": [cfg.out_format], "c": [cfg.c_format]},
         "k": [cfg.k],
         "algorithms": sorted(algorithms),
+        "may_be_inconclusive": bool(probe.ambiguous) or probe.inconclusive > 0,
         "vectors": vectors,
         "decide": decide,
     }

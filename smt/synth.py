@@ -343,11 +343,13 @@ class RobustProbe:
     rounds: int
     ambiguous: list[tuple[int, int]]       # config pairs of different values left confused
     method: str                            # 'one_vector' or 'greedy'
+    inconclusive: int = 0                  # configurations whose outputs decide nothing
 
 
 def robust_probe(feature: str, space: list[AccumulatorConfig], value_of,
                  constraints: Constraints | None = None,
-                 timeout: float = 300.0, progress=None) -> RobustProbe | None:
+                 timeout: float = 300.0, progress=None,
+                 pair_timeout: float = 10.0) -> RobustProbe | None:
     """Vectors whose outputs decide feature across every configuration of space.
 
     ``value_of(cfg)`` gives the feature's value.  First, counterexample-guided, one vector
@@ -377,7 +379,7 @@ def robust_probe(feature: str, space: list[AccumulatorConfig], value_of,
     if len(values) < 2:
         raise InputError(f"robust probe: the space has one value of {feature}; nothing to decide")
     say = progress or (lambda msg: None)
-    res = _robust_vector(space, classes, cons, t0, timeout / 4)
+    res = _robust_vector(space, classes, cons, t0, timeout / 6)
     say(f"one-vector search: {'found' if res and res[0] else 'none'} "
         f"({time.monotonic() - t0:.1f} s)")
     rounds = res[1] if res else 0
@@ -391,27 +393,14 @@ def robust_probe(feature: str, space: list[AccumulatorConfig], value_of,
         groups: dict[tuple[int, ...], list[int]] = {}
         for i in range(len(space)):
             groups.setdefault(tuple(o[i] for o in outs), []).append(i)
-        pair = None
-        for members in sorted(groups.values(), key=len, reverse=True):
-            first = {}
-            for i in members:
-                first.setdefault(cls_of[i], i)
-            reps = list(first.values())
-            for x in range(len(reps)):
-                for y in range(x + 1, len(reps)):
-                    if (reps[x], reps[y]) not in ambiguous:
-                        pair = (reps[x], reps[y])
-                        break
-                if pair:
-                    break
-            if pair:
-                break
+        pair = _closest_pair(space, cls_of, groups, ambiguous)
         if pair is None:
             break
         left = timeout - (time.monotonic() - t0)
-        if left <= 0:
-            return None
-        d = distinguish(space[pair[0]], space[pair[1]], cons, timeout=min(left, 60.0))
+        if left <= 1:
+            say("time is up: the configurations still confused are left inconclusive")
+            break
+        d = distinguish(space[pair[0]], space[pair[1]], cons, timeout=min(left, pair_timeout))
         rounds += 1
         say(f"vector {len(vectors)}: {values[cls_of[pair[0]]]} vs {values[cls_of[pair[1]]]}: "
             f"{d.status} in {d.seconds:.1f} s ({len(groups)} output groups)")
@@ -419,14 +408,43 @@ def robust_probe(feature: str, space: list[AccumulatorConfig], value_of,
             assert d.vector is not None
             vectors.append(d.vector)
         else:
-            ambiguous.append(pair)
+            # give up on every pair of these two values within this output group
+            key = next(k for k, g in groups.items() if pair[0] in g)
+            ci, cj = cls_of[pair[0]], cls_of[pair[1]]
+            ambiguous += [(i, j) for i in groups[key] for j in groups[key]
+                          if {cls_of[i], cls_of[j]} == {ci, cj}]
     outs = [model_outputs(space, v) for v in vectors]
     seen: dict[tuple[int, ...], set[int]] = {}
     for i in range(len(space)):
         seen.setdefault(tuple(o[i] for o in outs), set()).add(cls_of[i])
     table = {key: values[next(iter(c))] for key, c in seen.items() if len(c) == 1}
+    undecided = sum(1 for i in range(len(space))
+                    if tuple(o[i] for o in outs) not in table)
     return RobustProbe(feature, vectors, table, len(space), time.monotonic() - t0, rounds,
-                       ambiguous, method)
+                       ambiguous, method, undecided)
+
+
+def _closest_pair(space: list[AccumulatorConfig], cls_of: list[int],
+                  groups: dict[tuple[int, ...], list[int]],
+                  skip: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """Two configurations of different values with the same outputs so far, differing in
+    as few fields as possible (so the vector found targets the feature), largest group
+    first."""
+    fields = [tuple(str(v) for v in cfg.to_dict().values()) for cfg in space]
+    for members in sorted(groups.values(), key=len, reverse=True):
+        best: tuple[int, int] | None = None
+        score = 1 << 30
+        for x in range(len(members)):
+            for y in range(x + 1, len(members)):
+                i, j = members[x], members[y]
+                if cls_of[i] == cls_of[j] or (i, j) in skip:
+                    continue
+                d = sum(1 for u, v in zip(fields[i], fields[j]) if u != v)
+                if d < score:
+                    best, score = (i, j), d
+        if best is not None:
+            return best
+    return None
 
 
 def _robust_vector(space: list[AccumulatorConfig], classes: list[list[int]],
@@ -451,7 +469,7 @@ def _robust_vector(space: list[AccumulatorConfig], classes: list[list[int]],
             goal += [q.outs[pos[i]] == rep for i in members[1:]]
         goal.append(z3.Distinct(*[q.outs[pos[members[0]]] for members in active]))
         rounds += 1
-        r, m = _solve(goal, min(left, 5.0), rounds)
+        r, m = _solve(goal, min(left, 3.0), rounds)
         if r != z3.sat:
             si += 1
             continue

@@ -1,0 +1,179 @@
+"""``mmaprobe distinguish`` and ``mmaprobe synthesize``: the SMT engine's commands."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from mmaprobe.models.config import AccumulatorConfig
+from mmaprobe.models.errors import InputError
+from mmaprobe.models.formats import get_format
+
+from .constraints import Constraints
+from .encode import check_encodable
+from .synth import EncodingMismatch, distinguish, robust_probe
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "distinguish", help="synthesise inputs on which two configurations differ",
+        description="Find a, b, c on which two configurations (presets or YAML files) give "
+                    "different outputs, verified on the numpy model, or prove that none "
+                    "exist under the input constraints. Exit 0: vector found or equivalent; "
+                    "1: solver timeout/unknown; 2: input error.")
+    p.add_argument("--preset", action="append", default=[], metavar="NAME",
+                   help="a device preset (give two, or one with --config-file)")
+    p.add_argument("--config-file", action="append", default=[], metavar="FILE",
+                   help="a configuration YAML file instead of a preset (repeatable)")
+    p.add_argument("--config", metavar="FILE",
+                   help="input constraints YAML (finite, normal, exp_range, c_exp_range, "
+                        "zero_a, zero_b, zero_c, sign_a, sign_b, sign_c)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                   help="total solver time in seconds (default 60)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_distinguish)
+
+    s = sub.add_parser(
+        "synthesize", help="synthesise a robust probe for a feature over a candidate space",
+        description="Synthesise vectors whose outputs decide FEATURE on every configuration "
+                    "of the space (one probe per format triple and K of the space), verified "
+                    "on the numpy model, and write them as a YAML probe that `mmaprobe check` "
+                    "verifies independently.")
+    s.add_argument("--feature", required=True, help="configuration field or derived feature")
+    s.add_argument("--space", required=True, metavar="FILE", help="candidate space YAML")
+    s.add_argument("-o", "--output", required=True, metavar="FILE", help="probe YAML to write")
+    s.add_argument("--config", metavar="FILE", help="input constraints YAML")
+    s.add_argument("--timeout", type=float, default=300.0, metavar="S",
+                   help="total time per probe in seconds (default 300)")
+    s.add_argument("--json", action="store_true", help="machine-readable summary")
+    s.set_defaults(func=cmd_synthesize)
+
+
+def _load_config(path: str) -> AccumulatorConfig:
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as e:
+        raise InputError(f"{path}: cannot read configuration: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise InputError(f"{path}: malformed YAML: {e}") from None
+    return AccumulatorConfig.from_dict(data, path)
+
+
+def _configs(args) -> list[tuple[str, AccumulatorConfig]]:
+    from mmaprobe.models.presets import get_preset
+
+    out = [(name, get_preset(name).config) for name in args.preset]
+    out += [(path, _load_config(path)) for path in args.config_file]
+    if len(out) != 2:
+        raise InputError(f"distinguish needs exactly two configurations (--preset or "
+                         f"--config-file), got {len(out)}")
+    return out
+
+
+def _vec_json(cfg: AccumulatorConfig, a: list[int], b: list[int], c: int) -> dict:
+    fin, fc = get_format(cfg.in_format), get_format(cfg.c_format)
+    return {"a": [f"{x:#x}" for x in a], "b": [f"{x:#x}" for x in b], "c": f"{c:#x}",
+            "a_value": [fin.to_float(x) for x in a], "b_value": [fin.to_float(x) for x in b],
+            "c_value": fc.to_float(c)}
+
+
+def cmd_distinguish(args) -> int:
+    (na, ca), (nb, cb) = _configs(args)
+    cons = Constraints.load(args.config) if args.config else Constraints()
+    check_encodable(ca)
+    check_encodable(cb)
+    if args.timeout <= 0:
+        raise InputError("--timeout must be positive")
+    try:
+        d = distinguish(ca, cb, cons, timeout=args.timeout)
+    except EncodingMismatch as e:
+        print(f"mmaprobe distinguish: internal error, encoding and model disagree: {e}",
+              file=sys.stderr)
+        return 1
+    fout = get_format(ca.out_format)
+    if args.json:
+        doc: dict = {"a": na, "b": nb, "status": d.status, "seconds": round(d.seconds, 3),
+                     "detail": d.detail}
+        if d.vector is not None:
+            doc["vector"] = _vec_json(ca, d.vector.a, d.vector.b, d.vector.c)
+            doc["outputs"] = {na: f"{d.out_a:#x}", nb: f"{d.out_b:#x}"}
+        print(json.dumps(doc, indent=2))
+    elif d.status == "distinct":
+        assert d.vector is not None and d.out_a is not None and d.out_b is not None
+        v = _vec_json(ca, d.vector.a, d.vector.b, d.vector.c)
+        print(f"distinct ({d.detail}; {d.seconds:.2f} s; verified on the model)")
+        for i in range(ca.k):
+            if d.vector.a[i] or d.vector.b[i]:
+                print(f"  a[{i}] = {v['a'][i]} ({v['a_value'][i]!r})   "
+                      f"b[{i}] = {v['b'][i]} ({v['b_value'][i]!r})")
+        print("  every other a[i], b[i] = 0x0 (+0)")
+        print(f"  c    = {v['c']} ({v['c_value']!r})")
+        print(f"  {na}: d = {d.out_a:#x} ({fout.to_float(d.out_a)!r})")
+        print(f"  {nb}: d = {d.out_b:#x} ({fout.to_float(d.out_b)!r})")
+    elif d.status == "equivalent":
+        print(f"equivalent: {d.detail} ({d.seconds:.2f} s)")
+    else:
+        print(f"unknown: {d.detail}", file=sys.stderr)
+    return 1 if d.status == "unknown" else 0
+
+
+def cmd_synthesize(args) -> int:
+    from mmaprobe.probes.features import FEATURES, feature_value
+    from mmaprobe.probes.space import load_spaces
+
+    from .probe_yaml import dump_probes, probe_document
+
+    if args.feature not in FEATURES:
+        raise InputError(f"unknown feature {args.feature!r}; valid features: "
+                         f"{', '.join(FEATURES)}")
+    cons = Constraints.load(args.config) if args.config else Constraints()
+    spaces = load_spaces([args.space])
+    docs = []
+    summary = []
+    failed = False
+    for sp in spaces:
+        shapes: dict[tuple, list[AccumulatorConfig]] = {}
+        for cfg in sp.configs:
+            check_encodable(cfg)
+            key = (cfg.in_format, cfg.c_format, cfg.out_format, cfg.k)
+            shapes.setdefault(key, []).append(cfg)
+        for key, cfgs in shapes.items():
+            def say(msg: str, key=key, sid=sp.id) -> None:
+                if not args.json:
+                    print(f"[{sid} {'/'.join(map(str, key))}] {msg}", file=sys.stderr)
+            try:
+                p = robust_probe(args.feature, cfgs, lambda c: feature_value(c, args.feature),
+                                 cons, timeout=args.timeout, progress=say)
+            except EncodingMismatch as e:
+                print(f"mmaprobe synthesize: internal error, encoding and model disagree: {e}",
+                      file=sys.stderr)
+                return 1
+            if p is None:
+                failed = True
+                summary.append({"space": sp.id, "shape": list(key), "status": "timeout"})
+                continue
+            docs.append(probe_document(p, cfgs[0], sp.id,
+                                       sorted({c.algorithm for c in cfgs})))
+            summary.append({"space": sp.id, "shape": list(key), "status": "ok",
+                            "vectors": len(p.vectors), "configs": p.configs,
+                            "inconclusive_configs": p.inconclusive, "method": p.method,
+                            "seconds": round(p.seconds, 2)})
+    if docs:
+        Path(args.output).write_text(dump_probes(docs))
+    if args.json:
+        print(json.dumps({"output": args.output, "probes": summary}, indent=2))
+    else:
+        for s in summary:
+            if s["status"] == "ok":
+                print(f"{s['space']} {'/'.join(map(str, s['shape']))}: {s['vectors']} vector(s), "
+                      f"{s['configs']} configurations, {s['inconclusive_configs']} left "
+                      f"inconclusive ({s['method']}, {s['seconds']} s)")
+            else:
+                print(f"{s['space']} {'/'.join(map(str, s['shape']))}: solver timeout",
+                      file=sys.stderr)
+        if docs:
+            print(f"wrote {len(docs)} probe(s) to {args.output}")
+    return 1 if failed or not docs else 0
