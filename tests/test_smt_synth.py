@@ -1,0 +1,86 @@
+"""Synthesis: distinguish, separate and robust probes, each verified on the model."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mmaprobe.models.config import AccumulatorConfig
+from mmaprobe.smt.constraints import Constraints
+from mmaprobe.smt.synth import distinguish, model_outputs, robust_probe, separate
+
+BASE = AccumulatorConfig(in_format="binary16", k=8, nfma=8, neab=1)
+
+
+def test_distinguish_neab() -> None:
+    d = distinguish(BASE, BASE.replace(neab=2), timeout=60)
+    assert d.status == "distinct" and d.vector is not None
+    outs = model_outputs([BASE, BASE.replace(neab=2)], d.vector)
+    assert outs == [d.out_a, d.out_b] and outs[0] != outs[1]
+
+
+def test_distinguish_with_constraints() -> None:
+    cons = Constraints(normal=True, exp_range=(-4, 4), sign_a="+" * 8)
+    d = distinguish(BASE, BASE.replace(nfma=4), cons, timeout=60)
+    assert d.status == "distinct" and d.vector is not None
+    assert all(x >> 15 == 0 for x in d.vector.a)
+
+
+def test_identical_is_equivalent() -> None:
+    assert distinguish(BASE, BASE.replace()).status == "equivalent"
+
+
+def test_equivalence_proof_small() -> None:
+    # flushing the output cannot matter when no result can be subnormal: e2m1 products
+    # with c fixed to zero and binary32 output
+    a = AccumulatorConfig(in_format="e2m1", k=2, neab=2)
+    b = a.replace(flush=("output",))
+    d = distinguish(a, b, Constraints(zero_c=True), timeout=60)
+    assert d.status == "equivalent"
+
+
+def test_separate_three() -> None:
+    cfgs = [BASE, BASE.replace(neab=2), BASE.replace(nfma=4)]
+    s = separate(cfgs, timeout=90)
+    assert s.status in ("one_vector", "suite")
+    assert sorted(i for members in s.table.values() for i in members) == [0, 1, 2]
+    assert all(len(members) == 1 for members in s.table.values())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("feature", ["neab", "nfma"])
+def test_synthesised_probe_passes_check(tmp_path: Path, feature: str) -> None:
+    space = Path(__file__).parent.parent / "smt" / "spaces" / "fp16-fp32-k8.yaml"
+    out = tmp_path / f"{feature}.yaml"
+    r = subprocess.run([sys.executable, "-m", "mmaprobe.vectors.cli", "synthesize",
+                        "--feature", feature, "--space", str(space), "-o", str(out),
+                        "--timeout", "240"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, "-m", "mmaprobe.vectors.cli", "check", "--space",
+                        str(space), "--probe-file", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_robust_probe_small_space() -> None:
+    space = [BASE.replace(neab=n, final_rounding=m) for n in (0, 2) for m in ("rz", "rne")]
+    p = robust_probe("neab", space, lambda c: c.neab, timeout=120)
+    assert p is not None and p.vectors
+    for cfg in space:
+        key = tuple(model_outputs([cfg], v)[0] for v in p.vectors)
+        assert p.table.get(key, cfg.neab) == cfg.neab
+
+
+def test_cli_distinguish_exit_codes() -> None:
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "mmaprobe.vectors.cli", "distinguish",
+                               *args], capture_output=True, text=True)
+    r = run("--preset", "h100-fp16-fp32", "--preset", "a100-fp16-fp32-k16")
+    assert r.returncode == 0 and "distinct" in r.stdout
+    assert run("--preset", "h100-fp16-fp32", "--preset", "nope").returncode == 2
+    r = run("--preset", "h100-fp16-fp32", "--preset", "b200-fp16-fp32")
+    assert r.returncode == 0 and "equivalent" in r.stdout
+    r = run("--preset", "v100-fp16-fp32", "--preset", "t4-fp16-fp32-884", "--timeout", "0.01")
+    assert r.returncode == 1 and "Traceback" not in r.stderr
