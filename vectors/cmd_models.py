@@ -309,7 +309,8 @@ def cmd_bench(args) -> int:
     if args.smt:
         from mmaprobe.smt.bench import bench_smt
 
-        out.append({"smt": bench_smt(json_output=args.json)})
+        say = (lambda m: print(m, file=sys.stderr)) if args.json else print
+        out.append({"smt": bench_smt(out=say)})
     if args.json:
         print(json.dumps(out, indent=1, default=str))
     return 0
