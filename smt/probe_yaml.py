@@ -1,7 +1,8 @@
 """Synthesised robust probes written in the probe language (probes/README.md).
 
 The vectors are concrete bit patterns and the decision table maps the observed output bit
-patterns of all vectors to a feature value; anything else is inconclusive.
+patterns of the first n vectors (n: the depth at which the configuration's class became
+pure during synthesis) to a feature value; anything else is inconclusive.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ def _hex(bits: int, width: int) -> str:
 
 
 def _value(v: Any) -> Any:
+    if v is None:
+        return "none"
     if isinstance(v, bool) or isinstance(v, int):
         return v
     return str(v)
@@ -54,7 +57,7 @@ def probe_document(probe: RobustProbe, cfg: AccumulatorConfig, space_id: str,
         "formats": {"in": [cfg.in_format], "out": [cfg.out_format], "c": [cfg.c_format]},
         "k": [cfg.k],
         "when": {"algorithm": sorted(algorithms)},
-        "may_be_inconclusive": bool(probe.ambiguous) or probe.inconclusive > 0,
+        "may_be_inconclusive": probe.inconclusive > 0,
         "vectors": vectors,
         "decide": decide,
     }

@@ -335,109 +335,61 @@ def _separation(status: str, vectors: list[Vector], table: dict[tuple[int, ...],
 
 @dataclass
 class RobustProbe:
+    """Vectors and a decision table (output prefix -> feature value) over a space.
+
+    ``table`` maps the outputs of the first n vectors (n >= 1, the depth at which the
+    configuration's class became pure) to the feature value; output tuples not in it are
+    inconclusive.  Every figure below was measured on the numpy model.
+    """
+
     feature: str
     vectors: list[Vector]
-    table: dict[tuple[int, ...], object]   # outputs on the vectors -> feature value
+    table: dict[tuple[int, ...], object]
     configs: int
     seconds: float
-    rounds: int
-    ambiguous: list[tuple[int, int]]       # config pairs of different values left confused
-    method: str                            # 'one_vector' or 'greedy'
-    inconclusive: int = 0                  # configurations whose outputs decide nothing
+    rounds: int                            # solver queries (distinguish calls)
+    ambiguous: list[tuple[int, int]]       # config pairs of different values left together
+    method: str                            # 'pool' or 'pool+smt'
+    inconclusive: int = 0                  # configurations the table does not decide
+    wrong: int = 0                         # configurations the table decides wrongly
+    equivalent: list[tuple[int, int]] = field(default_factory=list)  # proven inseparable
+    unknown: list[tuple[int, int]] = field(default_factory=list)     # solver gave up
+    pool_rows: int = 0                     # candidate rows evaluated on the model
+
+    def decide(self, outs: list[int]) -> tuple[bool, object]:
+        """(True, value) when the outputs on the vectors decide the feature, else (False, None)."""
+        for n in range(1, len(outs) + 1):
+            key = tuple(outs[:n])
+            if key in self.table:
+                return True, self.table[key]
+        return False, None
 
 
-def robust_probe(feature: str, space: list[AccumulatorConfig], value_of,
-                 constraints: Constraints | None = None,
-                 timeout: float = 300.0, progress=None,
-                 pair_timeout: float = 10.0) -> RobustProbe | None:
-    """Vectors whose outputs decide feature across every configuration of space.
+def _mixed(labels: np.ndarray, vid: np.ndarray, nv: int, outs: np.ndarray) -> np.ndarray:
+    """Per column of outs: ordered pairs of configurations of different feature values that
+    the column leaves in one class (0: every class is pure)."""
+    from mmaprobe.vectors.discriminate import split_scores
 
-    ``value_of(cfg)`` gives the feature's value.  First, counterexample-guided, one vector
-    whose output is constant on each value's configurations and distinct between values
-    (the solver sees one representative per value plus the configurations the model showed
-    breaking it); if none is found within a quarter of the time, a greedy suite: while two
-    configurations of different values give the same outputs on every vector so far, add a
-    vector that distinguishes them.  The decision table maps every observed output tuple
-    to its value.  Returns None when even the greedy suite runs out of time.
-    """
-    t0 = time.monotonic()
-    cons = constraints or Constraints()
-    if not space:
-        raise InputError("robust probe: empty space")
-    _same_shape(space)
-    cons.check(space[0].k)
-    values: list[object] = []
-    classes: list[list[int]] = []
-    cls_of: list[int] = []
-    for cfg in space:
-        v = value_of(cfg)
-        if v not in values:
-            values.append(v)
-            classes.append([])
-        classes[values.index(v)].append(len(cls_of))
-        cls_of.append(values.index(v))
-    if len(values) < 2:
-        raise InputError(f"robust probe: the space has one value of {feature}; nothing to decide")
-    say = progress or (lambda msg: None)
-    res = _robust_vector(space, classes, cons, t0, timeout / 6)
-    say(f"one-vector search: {'found' if res and res[0] else 'none'} "
-        f"({time.monotonic() - t0:.1f} s)")
-    rounds = res[1] if res else 0
-    if res is not None and res[0] is not None:
-        vectors, method = [res[0]], "one_vector"
-    else:
-        vectors, method = [], "greedy"
-    ambiguous: list[tuple[int, int]] = []
-    while method == "greedy":
-        outs = [model_outputs(space, v) for v in vectors]
-        groups: dict[tuple[int, ...], list[int]] = {}
-        for i in range(len(space)):
-            groups.setdefault(tuple(o[i] for o in outs), []).append(i)
-        pair = _closest_pair(space, cls_of, groups, ambiguous)
-        if pair is None:
-            break
-        left = timeout - (time.monotonic() - t0)
-        if left <= 1:
-            say("time is up: the configurations still confused are left inconclusive")
-            break
-        d = distinguish(space[pair[0]], space[pair[1]], cons, timeout=min(left, pair_timeout))
-        rounds += 1
-        say(f"vector {len(vectors)}: {values[cls_of[pair[0]]]} vs {values[cls_of[pair[1]]]}: "
-            f"{d.status} in {d.seconds:.1f} s ({len(groups)} output groups)")
-        if d.status == "distinct":
-            assert d.vector is not None
-            vectors.append(d.vector)
-        else:
-            # give up on every pair of these two values within this output group
-            key = next(k for k, g in groups.items() if pair[0] in g)
-            ci, cj = cls_of[pair[0]], cls_of[pair[1]]
-            ambiguous += [(i, j) for i in groups[key] for j in groups[key]
-                          if {cls_of[i], cls_of[j]} == {ci, cj}]
-    outs = [model_outputs(space, v) for v in vectors]
-    seen: dict[tuple[int, ...], set[int]] = {}
-    for i in range(len(space)):
-        seen.setdefault(tuple(o[i] for o in outs), set()).add(cls_of[i])
-    table = {key: values[next(iter(c))] for key, c in seen.items() if len(c) == 1}
-    undecided = sum(1 for i in range(len(space))
-                    if tuple(o[i] for o in outs) not in table)
-    return RobustProbe(feature, vectors, table, len(space), time.monotonic() - t0, rounds,
-                       ambiguous, method, undecided)
+    return split_scores(labels, outs) - split_scores(labels * nv + vid, outs)
 
 
-def _closest_pair(space: list[AccumulatorConfig], cls_of: list[int],
-                  groups: dict[tuple[int, ...], list[int]],
-                  skip: list[tuple[int, int]]) -> tuple[int, int] | None:
-    """Two configurations of different values with the same outputs so far, differing in
-    as few fields as possible (so the vector found targets the feature), largest group
-    first."""
-    fields = [tuple(str(v) for v in cfg.to_dict().values()) for cfg in space]
+def _open_pair(fields: list[tuple[str, ...]], labels: np.ndarray, vid: np.ndarray,
+               given_up: set[tuple[int, int]]) -> tuple[int, int] | None:
+    """Two configurations of different values in one class, not yet given up, differing in
+    as few fields as possible (so a distinguishing vector targets the feature); the largest
+    mixed class first."""
+    groups: dict[int, list[int]] = {}
+    for i, lab in enumerate(labels.tolist()):
+        groups.setdefault(lab, []).append(i)
     for members in sorted(groups.values(), key=len, reverse=True):
+        if len({int(vid[i]) for i in members}) < 2:
+            continue
         best: tuple[int, int] | None = None
         score = 1 << 30
         for x in range(len(members)):
             for y in range(x + 1, len(members)):
                 i, j = members[x], members[y]
-                if cls_of[i] == cls_of[j] or (i, j) in skip:
+                if vid[i] == vid[j] or (i, j) in given_up:
                     continue
                 d = sum(1 for u, v in zip(fields[i], fields[j]) if u != v)
                 if d < score:
@@ -447,42 +399,196 @@ def _closest_pair(space: list[AccumulatorConfig], cls_of: list[int],
     return None
 
 
-def _robust_vector(space: list[AccumulatorConfig], classes: list[list[int]],
-                   cons: Constraints, t0: float,
-                   timeout: float) -> tuple[Vector | None, int] | None:
-    """A vector constant on every class and distinct between classes (CEGIS), or None."""
-    active: list[list[int]] = [[members[0]] for members in classes]
+def _decided(cols: list[np.ndarray], vid: np.ndarray) -> np.ndarray:
+    """Per configuration: its class under the columns holds one feature value only."""
+    from mmaprobe.vectors.discriminate import refine
+
+    labels = np.zeros(len(vid), dtype=np.int64)
+    for col in cols:
+        labels = refine(labels, col)
+    n = int(labels.max()) + 1 if len(labels) else 0
+    lo = np.full(n, np.iinfo(np.int64).max)
+    hi = np.full(n, -1)
+    np.minimum.at(lo, labels, vid)
+    np.maximum.at(hi, labels, vid)
+    return (lo == hi)[labels]
+
+
+def _prune(cols: list[np.ndarray], vid: np.ndarray) -> list[int]:
+    """Indices of the columns to keep: drop each column whose removal decides no fewer
+    configurations (latest first, so the greedy's strong early splits stay)."""
+    keep = list(range(len(cols)))
+    target = _decided(cols, vid)
+    for n in reversed(range(len(cols))):
+        trial = [m for m in keep if m != n]
+        if trial and not (target & ~_decided([cols[m] for m in trial], vid)).any():
+            keep = trial
+    return keep
+
+
+def _table(cols: list[np.ndarray], vid: np.ndarray,
+           values: list[object]) -> dict[tuple[int, ...], object]:
+    """Output prefix -> value, each configuration at the first depth its class is pure."""
+    table: dict[tuple[int, ...], object] = {}
+    done = np.zeros(len(vid), dtype=bool)
+    for depth in range(1, len(cols) + 1):
+        pure = _decided(cols[:depth], vid)
+        for i in np.flatnonzero(pure & ~done).tolist():
+            table[tuple(int(col[i]) for col in cols[:depth])] = values[int(vid[i])]
+        done |= pure
+    return table
+
+
+def robust_probe(feature: str, space: list[AccumulatorConfig], value_of,
+                 constraints: Constraints | None = None,
+                 timeout: float = 300.0, progress=None,
+                 pair_timeout: float = 10.0, pool_size: int = 4000,
+                 pool_batches: int = 3, seed: int = 0) -> RobustProbe | None:
+    """Vectors whose outputs decide feature on every configuration of space.
+
+    Counterexample-guided refinement over the whole space, evaluated in batch on the numpy
+    model: keep the partition of the configurations by their outputs on the vectors so far;
+    while a class mixes configurations of different feature values, add the vector that
+    leaves the fewest mixed pairs -- first from a pool of candidate rows (``pool``; up to
+    ``pool_batches`` batches of ``pool_size``), then from ``distinguish`` between the two
+    closest configurations of different values in the largest mixed class.  Pairs the solver
+    proves equivalent (or cannot decide within ``pair_timeout``) are left together and their
+    class is reported inconclusive.  Redundant vectors are then pruned, and the decision
+    table maps each configuration's output prefix, at the depth its class became pure, to
+    its value.  The table is re-verified on the model before it is returned.  Returns None
+    only when no vector at all was found.
+    """
+    from mmaprobe.vectors.discriminate import outputs_matrix, refine
+
+    from .pool import candidate_rows
+
+    t0 = time.monotonic()
+    cons = constraints or Constraints()
+    if not space:
+        raise InputError("robust probe: empty space")
+    _same_shape(space)
+    cons.check(space[0].k)
+    values: list[object] = []
+    ids: list[int] = []
+    for cfg in space:
+        v = value_of(cfg)
+        if v not in values:
+            values.append(v)
+        ids.append(values.index(v))
+    if len(values) < 2:
+        raise InputError(f"robust probe: the space has one value of {feature}; nothing to decide")
+    say = progress or (lambda msg: None)
+    vid = np.array(ids, dtype=np.int64)
+    nv = len(values)
+    fields = [tuple(str(v) for v in cfg.to_dict().values()) for cfg in space]
+    labels = np.zeros(len(space), dtype=np.int64)
+    vectors: list[Vector] = []
+    cols: list[np.ndarray] = []
+    given_up: set[tuple[int, int]] = set()
+    equivalent: list[tuple[int, int]] = []
+    unknown: list[tuple[int, int]] = []
+    k = space[0].k
+    pa = np.zeros((0, k), dtype=np.uint64)
+    pb = np.zeros((0, k), dtype=np.uint64)
+    pc = np.zeros(0, dtype=np.uint64)
+    outs = np.zeros((len(space), 0), dtype=np.uint64)
+    batches = 0
     rounds = 0
-    stages = _plan(space[0].k, cons)
-    si = 0
-    while si < len(stages):
-        left = timeout - (time.monotonic() - t0)
-        if left <= 0:
-            return None, rounds
-        sup, window = stages[si]
-        idx = [i for members in active for i in members]
-        q = _Query([space[i] for i in idx], sup, cons, window).build()
-        pos = {i: n for n, i in enumerate(idx)}
-        goal = list(q.side)
-        for members in active:
-            rep = q.outs[pos[members[0]]]
-            goal += [q.outs[pos[i]] == rep for i in members[1:]]
-        goal.append(z3.Distinct(*[q.outs[pos[members[0]]] for members in active]))
-        rounds += 1
-        r, m = _solve(goal, min(left, 3.0), rounds)
-        if r != z3.sat:
-            si += 1
+    smt_used = False
+    while True:
+        none = np.zeros((len(space), 1), dtype=np.uint64)
+        base = float(_mixed(labels, vid, nv, none)[0])
+        if base == 0:
+            break
+        if outs.shape[1]:
+            scores = _mixed(labels, vid, nv, outs)
+            j = int(np.argmin(scores))
+            if scores[j] < base:
+                vectors.append(Vector([int(x) for x in pa[j]], [int(x) for x in pb[j]],
+                                      int(pc[j])))
+                cols.append(outs[:, j].copy())
+                labels = refine(labels, outs[:, j])
+                say(f"vector {len(vectors) - 1} from the pool: {base:.0f} -> "
+                    f"{scores[j]:.0f} mixed pairs")
+                continue
+        if batches < pool_batches and time.monotonic() - t0 < timeout / 2:
+            a, b, c = candidate_rows(space, pool_size, seed + batches, cons)
+            batches += 1
+            pa, pb, pc = np.concatenate([pa, a]), np.concatenate([pb, b]), np.concatenate([pc, c])
+            outs = np.concatenate([outs, outputs_matrix(space, a, b, c)], axis=1)
+            say(f"pool batch {batches}: {outs.shape[1]} rows evaluated on {len(space)} "
+                f"configurations ({time.monotonic() - t0:.1f} s)")
             continue
-        assert m is not None
-        vec = q.vector(m)
-        outs = model_outputs(space, vec)
-        broken = False
-        for v, members in enumerate(classes):
-            ref = outs[active[v][0]]
-            bad = [i for i in members if outs[i] != ref]
-            if bad:
-                active[v].append(bad[0])
-                broken = True
-        if not broken:
-            return vec, rounds
-    return None, rounds
+        pair = _open_pair(fields, labels, vid, given_up)
+        left = timeout - (time.monotonic() - t0)
+        if pair is None:
+            break
+        if left <= 1:
+            say("time is up: the configurations still mixed are left inconclusive")
+            break
+        i, j = pair
+        d = distinguish(space[i], space[j], cons, timeout=min(left, pair_timeout))
+        rounds += 1
+        say(f"solver: {values[vid[i]]} vs {values[vid[j]]}: {d.status} in {d.seconds:.1f} s")
+        if d.status == "distinct":
+            assert d.vector is not None
+            smt_used = True
+            col = outputs_matrix(space, np.array([d.vector.a], dtype=np.uint64),
+                                 np.array([d.vector.b], dtype=np.uint64),
+                                 np.array([d.vector.c], dtype=np.uint64))[:, 0]
+            vectors.append(d.vector)
+            cols.append(col)
+            labels = refine(labels, col)
+            continue
+        given_up.add((i, j))
+        if d.status == "equivalent":
+            equivalent.append((i, j))
+        else:
+            unknown.append((i, j))
+            # the solver cannot split these two values here: give up on the whole class
+            members = np.flatnonzero(labels == labels[i]).tolist()
+            for x in members:
+                for y in members:
+                    if x < y and {int(vid[x]), int(vid[y])} == {int(vid[i]), int(vid[j])}:
+                        given_up.add((x, y))
+    if not vectors:
+        return None
+    keep = _prune(cols, vid)
+    vectors = [vectors[n] for n in keep]
+    cols = [cols[n] for n in keep]
+    table = _table(cols, vid, values)
+    probe = RobustProbe(feature, vectors, table, len(space), 0.0, rounds, [],
+                        "pool+smt" if smt_used else "pool", equivalent=equivalent,
+                        unknown=unknown, pool_rows=int(outs.shape[1]))
+    _verify(probe, space, values, vid)
+    probe.seconds = time.monotonic() - t0
+    say(f"{len(vectors)} vector(s), {probe.inconclusive} inconclusive, {probe.wrong} wrong "
+        f"({probe.seconds:.1f} s)")
+    return probe
+
+
+def _verify(probe: RobustProbe, space: list[AccumulatorConfig], values: list[object],
+            vid: np.ndarray) -> None:
+    """Re-evaluate the vectors on the model and count wrong and inconclusive decisions."""
+    from mmaprobe.vectors.discriminate import outputs_matrix
+
+    a = np.array([v.a for v in probe.vectors], dtype=np.uint64)
+    b = np.array([v.b for v in probe.vectors], dtype=np.uint64)
+    c = np.array([v.c for v in probe.vectors], dtype=np.uint64)
+    outs = outputs_matrix(space, a, b, c)
+    wrong = 0
+    undecided: list[int] = []
+    for i in range(len(space)):
+        ok, value = probe.decide([int(x) for x in outs[i]])
+        if not ok:
+            undecided.append(i)
+        elif value != values[int(vid[i])]:
+            wrong += 1
+    probe.wrong = wrong
+    probe.inconclusive = len(undecided)
+    probe.ambiguous = [(x, y) for x in undecided for y in undecided
+                       if x < y and vid[x] != vid[y]
+                       and (outs[x] == outs[y]).all()]
+    if wrong:
+        raise EncodingMismatch(f"robust probe for {probe.feature}: {wrong} configuration(s) "
+                               f"decided wrongly on the model; the table is inconsistent")
