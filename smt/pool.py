@@ -186,3 +186,35 @@ def impose(cfg: AccumulatorConfig, a: np.ndarray, b: np.ndarray, c: np.ndarray,
           & _entry_ok(fin, b, cons, cons.exp_range).all(axis=1)
           & _entry_ok(fc, c, cons, cons.c_exp_range))
     return a[ok], b[ok], c[ok]
+
+
+def mutations(cfg: AccumulatorConfig, a: list[int], b: list[int], c: int, n: int, seed: int,
+              constraints: Constraints) -> Rows:
+    """About n admissible rows near one vector (a solver's answer): its products moved to
+    other positions (other blocks), single fraction or exponent bits flipped, signs flipped.
+    A vector that splits one pair of configurations often splits its neighbours' too."""
+    fin, fc = get_format(cfg.in_format), get_format(cfg.c_format)
+    k = cfg.k
+    rng = np.random.default_rng(seed)
+    ra = np.tile(np.array(a, dtype=np.uint64), (n, 1))
+    rb = np.tile(np.array(b, dtype=np.uint64), (n, 1))
+    rc = np.full(n, c, dtype=np.uint64)
+    for r in range(1, n):
+        op = int(rng.integers(0, 4))
+        if op == 0:  # move the products to other positions
+            perm = rng.permutation(k)
+            ra[r] = ra[r, perm]
+            rb[r] = rb[r, perm]
+        elif op == 1:  # one bit of one input entry (fraction or exponent)
+            row = ra if rng.random() < 0.5 else rb
+            i = int(rng.integers(0, k))
+            if row[r, i] != 0:
+                bit = int(rng.integers(0, fin.t + fin.ebits))
+                row[r, i] ^= np.uint64(1 << (fin.pad + bit))
+        elif op == 2:  # one bit of c
+            bit = int(rng.integers(0, fc.t + fc.ebits))
+            rc[r] ^= np.uint64(1 << (fc.pad + bit))
+        else:  # one product's sign
+            i = int(rng.integers(0, k))
+            ra[r, i] ^= np.uint64(1 << (fin.pad + fin.bits - 1))
+    return impose(cfg, ra, rb, rc, constraints)

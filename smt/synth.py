@@ -331,6 +331,12 @@ def _separation(status: str, vectors: list[Vector], table: dict[tuple[int, ...],
     return Separation(status, vectors, full, groups, unk, time.monotonic() - t0)
 
 
+#: solver budgets per pair: pair_timeout, then 4x and 16x for the pairs it gave up on
+PAIR_LEVELS = 3
+#: rows added to the pool around each vector the solver finds
+MUTATIONS = 400
+
+
 # -- robust probes -----------------------------------------------------------------------------
 
 @dataclass
@@ -452,15 +458,16 @@ def robust_probe(feature: str, space: list[AccumulatorConfig], value_of,
     leaves the fewest mixed pairs -- first from a pool of candidate rows (``pool``; up to
     ``pool_batches`` batches of ``pool_size``), then from ``distinguish`` between the two
     closest configurations of different values in the largest mixed class.  Pairs the solver
-    proves equivalent (or cannot decide within ``pair_timeout``) are left together and their
-    class is reported inconclusive.  Redundant vectors are then pruned, and the decision
+    proves equivalent are left together; pairs it cannot decide within ``pair_timeout`` are
+    retried with 4x and 16x the budget once every other pair is done; whatever stays mixed
+    is reported inconclusive.  Redundant vectors are then pruned, and the decision
     table maps each configuration's output prefix, at the depth its class became pure, to
     its value.  The table is re-verified on the model before it is returned.  Returns None
     only when no vector at all was found.
     """
     from mmaprobe.vectors.discriminate import outputs_matrix, refine
 
-    from .pool import candidate_rows
+    from .pool import candidate_rows, mutations
 
     t0 = time.monotonic()
     cons = constraints or Constraints()
@@ -484,9 +491,10 @@ def robust_probe(feature: str, space: list[AccumulatorConfig], value_of,
     labels = np.zeros(len(space), dtype=np.int64)
     vectors: list[Vector] = []
     cols: list[np.ndarray] = []
-    given_up: set[tuple[int, int]] = set()
+    given_up: set[tuple[int, int]] = set()  # proven equivalent
+    tried: dict[tuple[int, int], float] = {}  # pair -> the budget the solver gave up at
+    level = 0
     equivalent: list[tuple[int, int]] = []
-    unknown: list[tuple[int, int]] = []
     k = space[0].k
     pa = np.zeros((0, k), dtype=np.uint64)
     pb = np.zeros((0, k), dtype=np.uint64)
@@ -519,15 +527,20 @@ def robust_probe(feature: str, space: list[AccumulatorConfig], value_of,
             say(f"pool batch {batches}: {outs.shape[1]} rows evaluated on {len(space)} "
                 f"configurations ({time.monotonic() - t0:.1f} s)")
             continue
-        pair = _open_pair(fields, labels, vid, given_up)
+        budget = pair_timeout * 4 ** level
+        skip = given_up | {pq for pq, t in tried.items() if t >= budget}
+        pair = _open_pair(fields, labels, vid, skip)
         left = timeout - (time.monotonic() - t0)
         if pair is None:
+            if level + 1 < PAIR_LEVELS and tried and left > 1:
+                level += 1  # retry the pairs the solver gave up on, with 4x the time
+                continue
             break
         if left <= 1:
             say("time is up: the configurations still mixed are left inconclusive")
             break
         i, j = pair
-        d = distinguish(space[i], space[j], cons, timeout=min(left, pair_timeout))
+        d = distinguish(space[i], space[j], cons, timeout=min(left, budget))
         rounds += 1
         say(f"solver: {values[vid[i]]} vs {values[vid[j]]}: {d.status} in {d.seconds:.1f} s")
         if d.status == "distinct":
@@ -539,18 +552,25 @@ def robust_probe(feature: str, space: list[AccumulatorConfig], value_of,
             vectors.append(d.vector)
             cols.append(col)
             labels = refine(labels, col)
+            # the solver's vector's neighbours join the pool: they often split the
+            # neighbouring pairs of the same mixed classes without another query
+            a, b, c = mutations(space[0], d.vector.a, d.vector.b, d.vector.c, MUTATIONS,
+                                seed + rounds, cons)
+            pa, pb, pc = np.concatenate([pa, a]), np.concatenate([pb, b]), np.concatenate([pc, c])
+            outs = np.concatenate([outs, outputs_matrix(space, a, b, c)], axis=1)
             continue
-        given_up.add((i, j))
         if d.status == "equivalent":
+            given_up.add((i, j))
             equivalent.append((i, j))
-        else:
-            unknown.append((i, j))
-            # the solver cannot split these two values here: give up on the whole class
-            members = np.flatnonzero(labels == labels[i]).tolist()
-            for x in members:
-                for y in members:
-                    if x < y and {int(vid[x]), int(vid[y])} == {int(vid[i]), int(vid[j])}:
-                        given_up.add((x, y))
+            continue
+        # the solver cannot split these two values here within this budget: skip the
+        # class's other pairs of the same two values until the next level
+        members = np.flatnonzero(labels == labels[i]).tolist()
+        for x in members:
+            for y in members:
+                if x < y and {int(vid[x]), int(vid[y])} == {int(vid[i]), int(vid[j])}:
+                    tried[(x, y)] = budget
+    unknown = [pq for pq in tried if pq not in given_up and labels[pq[0]] == labels[pq[1]]]
     if not vectors:
         return None
     keep = _prune(cols, vid)
