@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -50,27 +51,67 @@ def test_separate_three() -> None:
     assert all(len(members) == 1 for members in s.table.values())
 
 
+SMT_SPACE = Path(__file__).parent.parent / "smt" / "spaces" / "fp16-fp32-k8.yaml"
+DEFAULT_SPACE = Path(__file__).parent.parent / "probes" / "spaces" / "fp16-fp32.yaml"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mmaprobe.vectors.cli", *args],
+                          capture_output=True, text=True)
+
+
+def _synthesise_and_check(tmp_path: Path, feature: str, space: Path) -> None:
+    """Synthesise with the CLI, then let `mmaprobe check` verify the probe independently:
+    0 wrong and 0 inconclusive on every configuration of the space."""
+    out = tmp_path / f"{feature}.yaml"
+    r = _cli("synthesize", "--feature", feature, "--space", str(space), "-o", str(out),
+             "--timeout", "240", "--json")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout)
+    for s in summary["probes"]:
+        assert s["status"] == "ok" and s["inconclusive_configs"] == 0, s
+    r = _cli("check", "--space", str(space), "--probe-file", str(out), "--json", "--quiet")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert not doc["failed"] and doc["probes"]
+    for probe in doc["probes"]:
+        assert probe["wrong"] == 0 and probe["inconclusive"] == 0, probe
+        assert probe["tried"] == probe["correct"] > 0, probe
+
+
+@pytest.mark.parametrize("feature", ["neab", "nfma"])
+def test_synthesised_probe_passes_check_48(tmp_path: Path, feature: str) -> None:
+    _synthesise_and_check(tmp_path, feature, SMT_SPACE)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("feature", ["neab", "nfma"])
-def test_synthesised_probe_passes_check(tmp_path: Path, feature: str) -> None:
-    space = Path(__file__).parent.parent / "smt" / "spaces" / "fp16-fp32-k8.yaml"
-    out = tmp_path / f"{feature}.yaml"
-    r = subprocess.run([sys.executable, "-m", "mmaprobe.vectors.cli", "synthesize",
-                        "--feature", feature, "--space", str(space), "-o", str(out),
-                        "--timeout", "240"], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    r = subprocess.run([sys.executable, "-m", "mmaprobe.vectors.cli", "check", "--space",
-                        str(space), "--probe-file", str(out)], capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
+def test_synthesised_probe_passes_check_default_space(tmp_path: Path, feature: str) -> None:
+    _synthesise_and_check(tmp_path, feature, DEFAULT_SPACE)
 
 
-def test_robust_probe_small_space() -> None:
-    space = [BASE.replace(neab=n, final_rounding=m) for n in (0, 2) for m in ("rz", "rne")]
+def test_robust_probe_decides_every_configuration() -> None:
+    space = [BASE.replace(neab=n, final_rounding=m, nfma=f) for n in (0, 2)
+             for m in ("rz", "rne") for f in (2, 8)]
     p = robust_probe("neab", space, lambda c: c.neab, timeout=120)
     assert p is not None and p.vectors
+    assert p.wrong == 0 and p.inconclusive == 0
     for cfg in space:
-        key = tuple(model_outputs([cfg], v)[0] for v in p.vectors)
-        assert p.table.get(key, cfg.neab) == cfg.neab
+        found, value = p.decide([model_outputs([cfg], v)[0] for v in p.vectors])
+        assert found and value == cfg.neab
+
+
+def test_robust_probe_respects_constraints() -> None:
+    cons = Constraints(normal=True, exp_range=(-8, 8), zero_a=frozenset({7}),
+                       sign_b="+" * 8)
+    space = [BASE.replace(nfma=f, final_rounding=m) for f in (2, 4, 8) for m in ("rz", "rne")]
+    p = robust_probe("nfma", space, lambda c: c.nfma, cons, timeout=120)
+    assert p is not None and p.inconclusive == 0
+    for v in p.vectors:
+        assert v.a[7] == 0 and all(x >> 15 == 0 for x in v.b)
+        for x in v.a + v.b:
+            e = (x >> 10) & 0x1F
+            assert x & 0x7FFF == 0 or (e != 0 and -8 <= e - 15 <= 8)
 
 
 def test_cli_distinguish_exit_codes() -> None:
