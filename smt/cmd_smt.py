@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+import z3
+
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.errors import InputError
 from mmaprobe.models.formats import get_format
@@ -93,6 +95,10 @@ def cmd_distinguish(args) -> int:
         print(f"mmaprobe distinguish: internal error, encoding and model disagree: {e}",
               file=sys.stderr)
         return 1
+    except z3.Z3Exception as e:
+        print(f"unknown: the solver failed ({e})")
+        print(f"mmaprobe distinguish: solver error: {e}", file=sys.stderr)
+        return 1
     fout = get_format(ca.out_format)
     if args.json:
         doc: dict = {"a": na, "b": nb, "status": d.status, "seconds": round(d.seconds, 3),
@@ -116,8 +122,14 @@ def cmd_distinguish(args) -> int:
     elif d.status == "equivalent":
         print(f"equivalent: {d.detail} ({d.seconds:.2f} s)")
     else:
-        print(f"unknown: {d.detail}", file=sys.stderr)
-    return 1 if d.status == "unknown" else 0
+        print(f"unknown: {d.detail} ({d.seconds:.2f} s; no vector found and no proof of "
+              f"equivalence; a larger --timeout may decide)")
+    if d.status == "unknown":
+        # on stderr too, so that a caller reading either stream sees why the exit is 1
+        print(f"mmaprobe distinguish: solver timeout/unknown after {d.seconds:.2f} s "
+              f"(--timeout {args.timeout:g})", file=sys.stderr)
+        return 1
+    return 0
 
 
 def cmd_synthesize(args) -> int:
