@@ -171,7 +171,8 @@ def cmd_synthesize(args) -> int:
                                        sorted({c.algorithm for c in cfgs})))
             summary.append({"space": sp.id, "shape": list(key), "status": "ok",
                             "vectors": len(p.vectors), "configs": p.configs,
-                            "inconclusive_configs": p.inconclusive, "method": p.method,
+                            "inconclusive_configs": p.inconclusive, "wrong": p.wrong,
+                            "solver_queries": p.rounds, "method": p.method,
                             "seconds": round(p.seconds, 2)})
     if docs:
         Path(args.output).write_text(dump_probes(docs))

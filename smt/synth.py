@@ -12,8 +12,9 @@ Speed levers (shared/DESIGN.md, "Calibration"):
   product range) before the unrestricted pass;
 - every configuration of a query is encoded over the same input terms, so z3 shares the
   decoders and products between them;
-- robust probes by counterexample-guided refinement: the solver sees one configuration per
-  feature value plus the counterexamples the model finds, never the whole space.
+- robust probes by greedy refinement over the whole space on the numpy model: candidate
+  rows (``pool``) are evaluated for every configuration at once and the solver is asked
+  only for a pair of configurations no pool row separates (and then for that pair only).
 
 A query that proves nothing within its time budget reports 'unknown'.
 """
