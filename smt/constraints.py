@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 import z3
 
-from mmaprobe.models.errors import InputError
+from mmaprobe.models.errors import InputError, load_yaml
 from mmaprobe.models.formats import Format
 
 
@@ -83,16 +82,7 @@ class Constraints:
 
     @classmethod
     def load(cls, path: str | Path) -> Constraints:
-        p = Path(path)
-        try:
-            text = p.read_text()
-        except OSError as e:
-            raise InputError(f"{p}: cannot read constraints: {e.strerror}") from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise InputError(f"{p}: malformed YAML: {e}") from None
-        return cls.from_dict(data, str(p))
+        return cls.from_dict(load_yaml(path, "constraints"), str(path))
 
     def check(self, k: int) -> None:
         for name, s in (("sign_a", self.sign_a), ("sign_b", self.sign_b)):

@@ -15,7 +15,7 @@ import yaml
 
 from mmaprobe.models.accumulator import evaluate
 from mmaprobe.models.config import AccumulatorConfig
-from mmaprobe.models.errors import InputError
+from mmaprobe.models.errors import InputError, load_yaml
 from mmaprobe.models.formats import Format, get_format
 from mmaprobe.models.presets import get_preset, list_presets
 from mmaprobe.models.reference import reference_dot
@@ -92,17 +92,7 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
 
 
 def load_config_file(path: str) -> AccumulatorConfig:
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise InputError(f"{path}: {e.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else path
-        raise InputError(f"{where}: malformed YAML: {getattr(e, 'problem', e)}") from None
-    return AccumulatorConfig.from_dict(data, path)
+    return AccumulatorConfig.from_dict(load_yaml(path, "configuration"), path)
 
 
 def config_from_args(args) -> tuple[str, AccumulatorConfig]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from mmaprobe.models.errors import InputError
+from mmaprobe.models.errors import InputError, read_text
 from mmaprobe.models.formats import Format, FormatError, get_format
 
 from .matlab_tc import (
@@ -97,10 +97,7 @@ def _reject_constant(name: str) -> Any:
 
 def read_json(path: str | Path, what: str) -> Any:
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise InputError(f"{p}: cannot read {what}: {e.strerror}") from None
+    text = read_text(p, what)
     try:
         return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
