@@ -61,10 +61,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .errors import MmaprobeError
 from .formats import ROUNDING_MODES, FormatError, get_format
+from .yamldoc import load_doc
 
 ALGORITHMS = ("fused", "fdrda", "sfma", "gps")
 NORMALISATIONS = ("denormalised", "normalised")
@@ -80,6 +82,59 @@ ACC_FRACTION_BITS = 23
 
 class ConfigError(MmaprobeError, ValueError):
     """A configuration field has a value outside its domain."""
+
+
+#: Largest K (products per output element) a configuration may have.
+MAX_K = 1024
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _int_in(lo: int, hi: int | None = None, null: bool = False):
+    def ok(v: Any) -> bool:
+        if v is None:
+            return null
+        return _is_int(v) and v >= lo and (hi is None or v <= hi)
+    return ok
+
+
+#: Each field's domain on its own: (test, what is expected).  Cross-field rules are in
+#: AccumulatorConfig.validate.
+_DOMAINS: dict[str, tuple[Any, str]] = {
+    "k": (_int_in(1, MAX_K), f"an integer in [1, {MAX_K}]"),
+    "algorithm": (lambda v: v in ALGORITHMS, f"one of {', '.join(ALGORITHMS)}"),
+    "nfma": (_int_in(0, MAX_K), "a positive integer dividing k (0: k)"),
+    "neab": (_int_in(-23, 40), "an integer in [-23, 40]"),
+    "product_normalisation": (lambda v: v in NORMALISATIONS,
+                              f"one of {', '.join(NORMALISATIONS)}"),
+    "align_rounding": (lambda v: v in ALIGN_ROUNDINGS, f"one of {', '.join(ALIGN_ROUNDINGS)}"),
+    "carry_bits": (_int_in(0, 16, null=True), "null or an integer in [0, 16]"),
+    "c_placement": (lambda v: v in PLACEMENTS, f"one of {', '.join(PLACEMENTS)}"),
+    "interleave": (lambda v: v in INTERLEAVES, f"one of {', '.join(INTERLEAVES)}"),
+    "final_rounding": (lambda v: v in ROUNDING_MODES, f"one of {', '.join(ROUNDING_MODES)}"),
+    "out_frac_bits": (_int_in(1, 52, null=True), "null or an integer in [1, 52]"),
+    "late_rounding": (lambda v: v in ROUNDING_MODES, f"one of {', '.join(ROUNDING_MODES)}"),
+    "flush": (lambda v: isinstance(v, (tuple, list)) and all(
+        isinstance(x, str) and x in FLUSH_STAGES for x in v),
+        f"a list of stages from {', '.join(FLUSH_STAGES)}"),
+    "nan": (lambda v: v in NAN_STYLES, f"one of {', '.join(NAN_STYLES)}"),
+    "product_overflow": (lambda v: isinstance(v, bool), "true or false"),
+}
+
+
+def field_problem(name: str, value: Any) -> str | None:
+    """What a field's value should be, when ``value`` is outside the field's own domain
+    (None when it is inside; formats are checked by name elsewhere)."""
+    test = _DOMAINS.get(name)
+    if test is None:
+        return None
+    try:
+        ok = bool(test[0](value))
+    except TypeError:
+        ok = False
+    return None if ok else test[1]
 
 
 @dataclass(frozen=True)
@@ -110,49 +165,37 @@ class AccumulatorConfig:
                 object.__setattr__(self, name, get_format(getattr(self, name)).name)
             except FormatError as e:
                 raise ConfigError(f"{name}: {e}") from None
-        if self.nfma == 0:
+        problem = field_problem("k", self.k) or field_problem("flush", self.flush)
+        if problem:
+            bad = "k" if field_problem("k", self.k) else "flush"
+            raise ConfigError(f"{bad}: got {getattr(self, bad)!r}, expected {problem}")
+        if self.nfma == 0 and _is_int(self.nfma):
             object.__setattr__(self, "nfma", self.k)
         if self.algorithm == "gps":
-            # CDNA2 flushes subnormals at every stage (seed 002 Alg. 3): not optional
+            # CDNA2 flushes subnormals at every stage ([XWYY25] Alg. 3): not optional
             object.__setattr__(self, "flush", FLUSH_STAGES)
         object.__setattr__(self, "flush", tuple(sorted(set(self.flush),
-                                                       key=FLUSH_STAGES.index)
-                                                if set(self.flush) <= set(FLUSH_STAGES)
-                                                else self.flush))
+                                                       key=FLUSH_STAGES.index)))
         self.validate()
 
     # -- checks ---------------------------------------------------------------
     def validate(self) -> None:
+        """Raise ConfigError naming the first field outside its domain or inconsistent
+        with the others."""
+        for name in _DOMAINS:
+            problem = field_problem(name, getattr(self, name))
+            if problem:
+                raise ConfigError(f"{name}: got {getattr(self, name)!r}, expected {problem}")
+
         def need(cond: bool, fieldname: str, expected: str) -> None:
             if not cond:
                 raise ConfigError(f"{fieldname}: got {getattr(self, fieldname)!r}, "
                                   f"expected {expected}")
 
-        need(isinstance(self.k, int) and self.k >= 1, "k", "a positive integer")
-        need(self.algorithm in ALGORITHMS, "algorithm", f"one of {ALGORITHMS}")
-        need(isinstance(self.nfma, int) and 1 <= self.nfma <= self.k
-             and self.k % self.nfma == 0, "nfma", f"a divisor of k={self.k}")
-        need(isinstance(self.neab, int) and -23 <= self.neab <= 40, "neab",
-             "an integer in [-23, 40]")
-        need(self.product_normalisation in NORMALISATIONS, "product_normalisation",
-             f"one of {NORMALISATIONS}")
-        need(self.align_rounding in ALIGN_ROUNDINGS, "align_rounding",
-             f"one of {ALIGN_ROUNDINGS}")
-        need(self.carry_bits is None or (isinstance(self.carry_bits, int)
-                                         and 0 <= self.carry_bits <= 16),
-             "carry_bits", "null or an integer in [0, 16]")
-        need(self.c_placement in PLACEMENTS, "c_placement", f"one of {PLACEMENTS}")
-        need(self.interleave in INTERLEAVES, "interleave", f"one of {INTERLEAVES}")
-        need(self.final_rounding in ROUNDING_MODES, "final_rounding",
-             f"one of {ROUNDING_MODES}")
-        need(self.late_rounding in ROUNDING_MODES, "late_rounding",
-             f"one of {ROUNDING_MODES}")
-        need(set(self.flush) <= set(FLUSH_STAGES), "flush", f"a subset of {FLUSH_STAGES}")
-        need(self.nan in NAN_STYLES, "nan", f"one of {NAN_STYLES}")
-        need(isinstance(self.product_overflow, bool), "product_overflow", "true or false")
+        need(1 <= self.nfma <= self.k and self.k % self.nfma == 0, "nfma",
+             f"a divisor of k={self.k}")
         out = get_format(self.out_format)
-        need(self.out_frac_bits is None or (isinstance(self.out_frac_bits, int)
-                                            and 1 <= self.out_frac_bits <= out.t),
+        need(self.out_frac_bits is None or self.out_frac_bits <= out.t,
              "out_frac_bits", f"null or an integer in [1, {out.t}]")
         need(out.name in ("binary32", "binary16", "bfloat16", "binary64"), "out_format",
              "binary64, binary32, binary16 or bfloat16")
@@ -175,7 +218,6 @@ class AccumulatorConfig:
                  "a power of two (the GPS group size)")
             need(self.out_format == "binary32" and self.c_format == "binary32",
                  "out_format", "binary32 for algorithm 'gps'")
-
         if self.algorithm == "fdrda":
             need(self.out_format == "binary32" and self.c_format == "binary32",
                  "out_format", "binary32 for algorithm 'fdrda'")
@@ -200,10 +242,11 @@ class AccumulatorConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], where: str = "configuration") -> AccumulatorConfig:
+        """A configuration from a mapping of fields (YAML, JSON); errors start with where."""
         if not isinstance(data, dict):
             raise ConfigError(f"{where}: expected a mapping of configuration fields")
         names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
+        unknown = sorted(str(x) for x in set(data) - names)
         if unknown:
             raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; "
                               f"valid fields: {', '.join(sorted(names))}")
@@ -217,13 +260,30 @@ class AccumulatorConfig:
                 fl = []
             if isinstance(fl, str):
                 fl = [fl]
+            if not isinstance(fl, list):
+                raise ConfigError(f"{where}: flush: got {fl!r}, expected "
+                                  f"{field_problem('flush', fl)}")
             data["flush"] = tuple(fl)
         try:
             return cls(**data)
         except ConfigError as e:
             raise ConfigError(f"{where}: {e}") from None
-        except TypeError as e:
-            raise ConfigError(f"{where}: {e}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> AccumulatorConfig:
+        """A configuration YAML file (a mapping of fields); errors name file and line."""
+        doc = load_doc(path, "configuration")
+        if not isinstance(doc.data, dict):
+            raise ConfigError(f"{path}:{doc.line(())}: expected a mapping of configuration "
+                              f"fields, e.g. 'in_format: binary16' and 'k: 16'")
+        try:
+            return cls.from_dict(doc.data, str(path))
+        except ConfigError as e:
+            # point at the line of the field the message names
+            msg = str(e)[len(str(path)) + 2:]
+            field = msg.split(":", 1)[0].strip()
+            line = doc.line((field,)) if field in doc.data else doc.line(())
+            raise ConfigError(f"{path}:{line}: {msg}") from None
 
     def describe(self) -> str:
         """One line naming the non-default features."""

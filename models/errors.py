@@ -1,12 +1,8 @@
-"""The project's error types (every one means bad input and maps to exit code 2), and the
-file readers that turn I/O and syntax failures into them."""
+"""The project's error types: every one means bad input and maps to exit code 2."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 
 class MmaprobeError(Exception):
@@ -17,22 +13,31 @@ class InputError(MmaprobeError, ValueError):
     """Malformed or inconsistent input data: files, rows, shapes, names."""
 
 
-def read_text(path: str | Path, what: str) -> str:
-    """A file's text, or an InputError naming the file and what it should have held."""
+class SchemaError(InputError):
+    """A YAML file that does not follow its schema (file, line, field, what was expected)."""
+
+
+#: Largest text file read whole (suite and observed JSON, data files).
+MAX_TEXT_BYTES = 512 << 20
+
+
+def read_text(path: str | Path, what: str, limit: int = MAX_TEXT_BYTES,
+              error: type[InputError] = InputError) -> str:
+    """A regular file's UTF-8 text of at most ``limit`` bytes, or an ``error`` naming the
+    file and what it should have held."""
     p = Path(path)
     try:
-        return p.read_text()
+        if not p.is_file():
+            kind = "a directory" if p.is_dir() else ("not found" if not p.exists()
+                                                     else "not a regular file")
+            raise error(f"{p}: cannot read {what}: {kind}")
+        with p.open("rb") as fh:
+            raw = fh.read(limit + 1)
     except OSError as e:
-        raise InputError(f"{p}: cannot read {what}: {e.strerror}") from None
-
-
-def load_yaml(path: str | Path, what: str) -> Any:
-    """Parsed YAML, or an InputError naming the file and line of the syntax error."""
-    text = read_text(path, what)
+        raise error(f"{p}: cannot read {what}: {e.strerror}") from None
+    if len(raw) > limit:
+        raise error(f"{p}: {what} larger than {limit >> 20} MiB")
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise InputError(f"{where}: malformed YAML {what}: "
-                         f"{getattr(e, 'problem', None) or e}") from None
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise error(f"{p}: {what} is not UTF-8 text (byte {e.start})") from None

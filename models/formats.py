@@ -235,6 +235,24 @@ class Format:
         """Round an exact value to this format; returns the bit pattern."""
         return round_to_bits(Fraction(x), self, mode, saturate=saturate)
 
+    def exact_bits(self, x: Fraction | int | float) -> int | None:
+        """The pattern of the exact value x if this format holds it (no rounding, no
+        overflow, no flush), else None; +0 for zero.
+
+        >>> get_format("binary16").exact_bits(Fraction(3, 4)), get_format("e2m1").exact_bits(5)
+        (14848, None)
+        """
+        x = Fraction(x)
+        if x == 0:
+            return self.zero_bits(0)
+        sign, sig, exp = round_fraction(x, self.p, self.emin, "rz")
+        if Fraction(sig) * _pow2(exp - self.t) != abs(x):
+            return None
+        try:
+            return self.encode(sign, sig, exp)
+        except FormatError:
+            return None
+
     def all_patterns(self) -> range | list[int]:
         """Every distinct bit pattern (for exhaustive tests of small formats)."""
         return [i << self.pad for i in range(1 << self.bits)]
@@ -246,29 +264,31 @@ def _pow2(e: int) -> Fraction:
 
 # -- rounding ---------------------------------------------------------------
 
-def round_integer(n: int, shift: int, mode: str, negative: bool) -> int:
-    """Round the non-negative magnitude n / 2**shift to an integer.
+def round_increment(mode: str, negative, odd, half, below):
+    """Whether rounding a magnitude to an integer adds one unit in the last place.
 
-    ``negative`` is the sign of the value the magnitude belongs to (for directed modes).
+    ``half`` is the first dropped bit, ``below`` whether any dropped bit under it is set,
+    ``odd`` the last kept bit and ``negative`` the sign of the value.  The one definition of
+    the six modes for every engine: the arguments may be Python bools, numpy bool arrays or
+    z3 Booleans (only ``&``, ``|`` and ``^`` are used).  Round-to-odd sets the last bit of
+    an inexact result, which is the same as adding one to an even one.
+
+    >>> [round_increment(m, False, True, True, False) for m in ROUNDING_MODES]
+    [True, False, False, True, True, False]
     """
-    if shift <= 0:
-        return n << -shift
-    q, r = n >> shift, n & ((1 << shift) - 1)
-    if r == 0:
-        return q
-    half = 1 << (shift - 1)
-    if mode == "rz":
-        return q
+    inexact = half | below
     if mode == "rne":
-        return q + (r > half or (r == half and q & 1))
-    if mode == "rna":
-        return q + (r >= half)
-    if mode == "ru":
-        return q + (not negative)
+        return half & (below | odd)
+    if mode == "rz":
+        return inexact & False
     if mode == "rd":
-        return q + negative
+        return inexact & negative
+    if mode == "ru":
+        return inexact & (negative ^ True)
+    if mode == "rna":
+        return half
     if mode == "ro":
-        return q | 1
+        return inexact & (odd ^ True)
     raise FormatError(f"unknown rounding mode {mode!r}; expected one of {ROUNDING_MODES}")
 
 
@@ -295,22 +315,8 @@ def round_fraction(x: Fraction, p: int, emin: int, mode: str) -> tuple[int, int,
         n, d = num, den << -s
     q, r = divmod(n, d)
     if r:
-        # Round using an exact comparison with the half-way point.
-        twice = 2 * r
-        if mode == "rz":
-            pass
-        elif mode == "rne":
-            q += twice > d or (twice == d and q & 1)
-        elif mode == "rna":
-            q += twice >= d
-        elif mode == "ru":
-            q += not sign
-        elif mode == "rd":
-            q += sign
-        elif mode == "ro":
-            q |= 1
-        else:
-            raise FormatError(f"unknown rounding mode {mode!r}; expected one of {ROUNDING_MODES}")
+        # exact comparisons with the half-way point: 2r >= d is the first dropped bit
+        q += bool(round_increment(mode, bool(sign), bool(q & 1), 2 * r >= d, 2 * r != d))
     if q >> p:
         q >>= 1
         e += 1

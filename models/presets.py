@@ -65,6 +65,12 @@ def get_preset(name: str) -> Preset:
     return presets[key]
 
 
+def presets_with(fin: str, fc: str, fout: str, k: int) -> list[Preset]:
+    """Presets whose configuration has these canonical formats and K."""
+    return [p for p in list_presets() if p.config.in_format == fin and p.config.c_format == fc
+            and p.config.out_format == fout and p.config.k == k]
+
+
 def presets_for(device: str, in_format: str | None = None, out_format: str | None = None,
                 k: int | None = None) -> list[Preset]:
     """Presets of one device (case-insensitive), optionally filtered by formats and k."""

@@ -18,11 +18,12 @@ import numpy as np
 
 from mmaprobe.models.accumulator import evaluate
 from mmaprobe.models.config import AccumulatorConfig
+from mmaprobe.models.features import expression_bindings, feature_value
 from mmaprobe.models.formats import get_format
+from mmaprobe.models.space import CandidateSpace
 
-from .features import expression_bindings, feature_value
-from .probe import Instance, Outcome, Probe, decide
-from .space import Space
+from .decide import Outcome, decide
+from .probe import Instance, Probe
 
 MAX_COUNTEREXAMPLES = 3
 
@@ -114,7 +115,7 @@ def _jsonable(v: Any) -> Any:
     return v
 
 
-def run_check(probes: list[Probe], spaces: list[Space],
+def run_check(probes: list[Probe], spaces: list[CandidateSpace],
               progress: Callable[[str], None] | None = None) -> CheckReport:
     start = time.perf_counter()
     results = {p.id: ProbeResult(p) for p in probes}
@@ -125,7 +126,7 @@ def run_check(probes: list[Probe], spaces: list[Space],
     total_rows = calls = nconf = 0
     space_info = []
     for si, space in enumerate(spaces):
-        space_info.append({"id": space.id, "file": space.file,
+        space_info.append({"id": space.id, "file": space.source,
                            "configurations": len(space.configs),
                            "rejected": space.rejected, "excluded": space.excluded})
         for ci, cfg in enumerate(space.configs):
@@ -139,13 +140,13 @@ def run_check(probes: list[Probe], spaces: list[Space],
                 if fkey not in fmt_cache:
                     fmt_cache[fkey] = p.applies_to_formats(*fkey[1:])
                 truth = {n: feature_value(cfg, n) for n in set(p.requires) | set(p.when)}
-                if not fmt_cache[fkey] or not p.applies_when(truth):
+                if not fmt_cache[fkey] or not p.when_matches(truth):
                     results[p.id].not_applicable += 1
                     continue
                 decided = expression_bindings(cfg, p.requires)
                 ikey = fkey + (tuple(sorted(decided.items())),)
                 if ikey not in app_cache:
-                    app_cache[ikey] = p.applies_decided(*fkey[1:], decided)
+                    app_cache[ikey] = p.applies_when_holds(*fkey[1:], decided)
                 if not app_cache[ikey]:
                     results[p.id].not_applicable += 1
                     continue

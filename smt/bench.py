@@ -12,18 +12,19 @@ import time
 from pathlib import Path
 
 from mmaprobe.models.config import AccumulatorConfig
+from mmaprobe.models.features import feature_value
+from mmaprobe.models.presets import list_presets
+from mmaprobe.models.space import SPACES_DIR, load_spaces
 
 from .encode import NotEncodable, check_encodable
 from .synth import distinguish, robust_probe
 
-SPACE = Path(__file__).parent / "spaces" / "fp16-fp32-k8.yaml"
+SPACE = SPACES_DIR / "smt-fp16-fp32-k8.yaml"
 #: the shipped default candidate space of the fp16 -> fp32 units (K = 4, 8, 16)
-DEFAULT_SPACE = Path(__file__).parent.parent / "probes" / "spaces" / "fp16-fp32.yaml"
+DEFAULT_SPACE = SPACES_DIR / "fp16-fp32.yaml"
 
 
 def _pairs() -> list[tuple[str, str, AccumulatorConfig, AccumulatorConfig]]:
-    from mmaprobe.models.presets import list_presets
-
     groups: dict[tuple, list] = {}
     for p in list_presets():
         try:
@@ -73,9 +74,6 @@ if __name__ == "__main__":
 def _bench_synthesis(feat: str, path: Path, synth_timeout: float, res: dict, out) -> None:
     """Synthesise a robust probe for feat per shape of the space at path; print and record
     time, vectors, inconclusive and wrong counts (wrong is re-verified on the model)."""
-    from mmaprobe.probes.features import feature_value
-    from mmaprobe.probes.space import load_spaces
-
     shapes: dict[tuple, list[AccumulatorConfig]] = {}
     for sp in load_spaces([path]):
         for cfg in sp.configs:

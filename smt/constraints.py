@@ -1,7 +1,7 @@
 """Input constraints for synthesis queries: what the synthesised vectors may contain.
 
 Hardware people need vectors that avoid special cases, so the default is finite inputs.
-A constraints file (YAML, ``--config FILE``) is a mapping of the fields below, e.g.::
+A constraints file (YAML, ``--constraints FILE``) is a mapping of the fields below, e.g.::
 
     finite: true
     normal: true            # nonzero entries are normal numbers (no subnormals)
@@ -23,8 +23,9 @@ from typing import Any
 
 import z3
 
-from mmaprobe.models.errors import InputError, load_yaml
+from mmaprobe.models.errors import InputError
 from mmaprobe.models.formats import Format
+from mmaprobe.models.yamldoc import load_doc
 
 
 @dataclass(frozen=True)
@@ -62,14 +63,15 @@ class Constraints:
             v = data.get(name)
             if v is not None:
                 if (not isinstance(v, list) or len(v) != 2
-                        or not all(isinstance(x, int) for x in v) or v[0] > v[1]):
+                        or not all(isinstance(x, int) and not isinstance(x, bool)
+                                   and abs(x) < 1 << 20 for x in v) or v[0] > v[1]):
                     raise InputError(f"{where}: {name}: expected [lo, hi] integers, lo <= hi")
                 kw[name] = (v[0], v[1])
         for name in ("zero_a", "zero_b"):
             v = data.get(name)
             if v is not None:
-                if not isinstance(v, list) or not all(isinstance(x, int) and x >= 0
-                                                      for x in v):
+                if not isinstance(v, list) or not all(isinstance(x, int) and not isinstance(x, bool)
+                                                      and 0 <= x < 1 << 20 for x in v):
                     raise InputError(f"{where}: {name}: expected a list of positions")
                 kw[name] = frozenset(v)
         for name in ("sign_a", "sign_b", "sign_c"):
@@ -82,7 +84,7 @@ class Constraints:
 
     @classmethod
     def load(cls, path: str | Path) -> Constraints:
-        return cls.from_dict(load_yaml(path, "constraints"), str(path))
+        return cls.from_dict(load_doc(path, "constraints").data, str(path))
 
     def check(self, k: int) -> None:
         for name, s in (("sign_a", self.sign_a), ("sign_b", self.sign_b)):

@@ -23,8 +23,8 @@ import numpy as np
 
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.formats import Format, get_format
+from mmaprobe.models.rows import pool_rows
 from mmaprobe.models.sampling import round_to_format
-from mmaprobe.vectors.rows import pool_rows
 
 from .constraints import Constraints
 

@@ -375,7 +375,7 @@ class RobustProbe:
 def _mixed(labels: np.ndarray, vid: np.ndarray, nv: int, outs: np.ndarray) -> np.ndarray:
     """Per column of outs: ordered pairs of configurations of different feature values that
     the column leaves in one class (0: every class is pure)."""
-    from mmaprobe.vectors.discriminate import split_scores
+    from mmaprobe.models.partition import split_scores
 
     return split_scores(labels, outs) - split_scores(labels * nv + vid, outs)
 
@@ -408,7 +408,7 @@ def _open_pair(fields: list[tuple[str, ...]], labels: np.ndarray, vid: np.ndarra
 
 def _decided(cols: list[np.ndarray], vid: np.ndarray) -> np.ndarray:
     """Per configuration: its class under the columns holds one feature value only."""
-    from mmaprobe.vectors.discriminate import refine
+    from mmaprobe.models.partition import refine
 
     labels = np.zeros(len(vid), dtype=np.int64)
     for col in cols:
@@ -466,7 +466,7 @@ def robust_probe(feature: str, space: list[AccumulatorConfig], value_of,
     its value.  The table is re-verified on the model before it is returned.  Returns None
     only when no vector at all was found.
     """
-    from mmaprobe.vectors.discriminate import outputs_matrix, refine
+    from mmaprobe.models.partition import outputs_matrix, refine
 
     from .pool import candidate_rows, mutations
 
@@ -591,7 +591,7 @@ def robust_probe(feature: str, space: list[AccumulatorConfig], value_of,
 def _verify(probe: RobustProbe, space: list[AccumulatorConfig], values: list[object],
             vid: np.ndarray) -> None:
     """Re-evaluate the vectors on the model and count wrong and inconclusive decisions."""
-    from mmaprobe.vectors.discriminate import outputs_matrix
+    from mmaprobe.models.partition import outputs_matrix
 
     a = np.array([v.a for v in probe.vectors], dtype=np.uint64)
     b = np.array([v.b for v in probe.vectors], dtype=np.uint64)

@@ -1,50 +1,12 @@
-"""Shared test helpers: evaluate one row on a preset with values given as numbers."""
+"""Fixtures shared by every test package."""
 
 from __future__ import annotations
 
-import os
-from fractions import Fraction
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from mmaprobe.models import evaluate, get_format, reference_dot
-from mmaprobe.models.presets import get_preset
-
-HWDATA = Path(os.environ.get("MMAPROBE_HWDATA",
-                             Path(__file__).resolve().parents[1].parent / "shared" / "hwdata"))
-
-
-def bits_of(fmt, x) -> int:
-    """Exact value -> bit pattern (fails if not representable)."""
-    if isinstance(x, str):
-        return int(x, 16)
-    x = Fraction(x)
-    b = fmt.from_fraction(x)
-    assert fmt.to_fraction(b) == x, f"{x} not representable in {fmt.name}"
-    return b
-
-
-def run_row(cfg, a, b, c=0):
-    """d for one row (a, b padded with zeros to k), checked on both engines; returns bits."""
-    if isinstance(cfg, str):
-        cfg = get_preset(cfg).config
-    fin, fc = get_format(cfg.in_format), get_format(cfg.c_format)
-    a = [bits_of(fin, x) for x in a] + [0] * (cfg.k - len(a))
-    b = [bits_of(fin, x) for x in b] + [0] * (cfg.k - len(b))
-    cb = bits_of(fc, c)
-    ref = reference_dot(cfg, a, b, cb)
-    fast = int(evaluate(cfg, np.array([a], np.uint64), np.array([b], np.uint64),
-                        np.array([cb], np.uint64))[0])
-    assert fast == ref, f"model {fast:#x} != reference {ref:#x}"
-    return ref
-
-
-def value_of(cfg, a, b, c=0) -> Fraction:
-    if isinstance(cfg, str):
-        cfg = get_preset(cfg).config
-    return get_format(cfg.out_format).to_fraction(run_row(cfg, a, b, c))
+from helpers import HWDATA
 
 
 @pytest.fixture(scope="session")

@@ -8,18 +8,15 @@ handler as ``func`` and returns an exit code: 0 ok, 1 check failed or mismatch f
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import sys
 
 from mmaprobe.models.errors import MmaprobeError
 
-COMMAND_MODULES = [
-    "mmaprobe.vectors.cmd_models",   # presets, eval, validate, gemm, bench
-    "mmaprobe.probes.cmd_probes",    # probes, check, authenticate
-    "mmaprobe.smt.cmd_smt",          # distinguish, synthesize
-    "mmaprobe.vectors.cmd_suite",    # suite, run, infer, identify
-]
+from . import cmd_models, cmd_probes, cmd_smt, cmd_suite
+
+#: presets, eval, validate, gemm, bench | probes, check, authenticate |
+#: distinguish, synthesize | suite, run, infer, identify
+COMMAND_MODULES = (cmd_models, cmd_probes, cmd_smt, cmd_suite)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,10 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="mmaprobe",
         description="Probe, model and check the arithmetic of hardware matrix-multiply units.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        if importlib.util.find_spec(name) is None:
-            continue
-        importlib.import_module(name).register(sub)
+    for module in COMMAND_MODULES:
+        module.register(sub)
     return parser
 
 

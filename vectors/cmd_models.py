@@ -15,7 +15,7 @@ import yaml
 
 from mmaprobe.models.accumulator import evaluate
 from mmaprobe.models.config import AccumulatorConfig
-from mmaprobe.models.errors import InputError, load_yaml
+from mmaprobe.models.errors import InputError
 from mmaprobe.models.formats import Format, get_format
 from mmaprobe.models.presets import get_preset, list_presets
 from mmaprobe.models.reference import reference_dot
@@ -91,15 +91,11 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--config", help="a configuration YAML file (AccumulatorConfig fields)")
 
 
-def load_config_file(path: str) -> AccumulatorConfig:
-    return AccumulatorConfig.from_dict(load_yaml(path, "configuration"), path)
-
-
 def config_from_args(args) -> tuple[str, AccumulatorConfig]:
     if getattr(args, "preset", None):
         p = get_preset(args.preset)
         return p.name, p.config
-    return args.config, load_config_file(args.config)
+    return args.config, AccumulatorConfig.load(args.config)
 
 
 def parse_value(text: str, fmt: Format, what: str) -> tuple[int, bool]:

@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 from mmaprobe.models.errors import InputError
-from mmaprobe.models.presets import get_preset
+from mmaprobe.models.space import canonical_shape, space_for
 
 from . import identify as ident_mod
 from . import infer as infer_mod
-from .candidates import canonical_formats, get_space
+from .devices import KINDS, device_from_args
 from .suite import SuiteOptions, build_suite
 from .suitefile import (
     Observed,
@@ -50,11 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     p.set_defaults(func=cmd_suite)
 
-    p = sub.add_parser("run", help="run a suite on a virtual device (preset or configuration)")
+    p = sub.add_parser("run", help="run a suite on a device (a preset, a configuration, ...)")
     p.add_argument("suite")
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--preset")
-    g.add_argument("--config", help="configuration YAML")
+    add_device_args(p)
     p.add_argument("-o", "--output", required=True,
                    help="observed JSON (or a .txt MATLAB d-file) to write")
     p.add_argument("--json", action="store_true")
@@ -71,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("identify", help="adaptively query a device until its configuration "
                                         "(or an indistinguishable class) remains")
-    p.add_argument("--device", required=True, help="preset:NAME or config:FILE")
+    add_device_args(p)
     p.add_argument("--space", help="candidate space YAML (default: the neighbourhood space)")
     p.add_argument("--max-queries", type=int, default=16)
     p.add_argument("--seed", type=int, default=0)
@@ -80,19 +78,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_identify)
 
 
-def _config(preset: str | None, path: str | None):
-    if preset:
-        return get_preset(preset).config, f"preset:{get_preset(preset).name}"
-    from .cmd_models import load_config_file
-
-    return load_config_file(path), f"config:{path}"
+def add_device_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--preset", help="the model of a preset (see `mmaprobe presets`)")
+    g.add_argument("--config", help="the model of an accumulator configuration YAML")
+    g.add_argument("--device", help="a device spec: " + ", ".join(KINDS.values()))
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
-    fin, fc, fout, k = canonical_formats(args.fin, args.fc, args.fout, args.k)
+    fin, fc, fout, k = canonical_shape(args.fin, args.fc, args.fout, args.k)
     if args.random < 0 or args.pool < 1:
         raise InputError("--random must be >= 0 and --pool >= 1")
-    space = get_space(args.space, fin, fc, fout, k)
+    space = space_for(args.space, fin, fc, fout, k)
     opts = SuiteOptions(seed=args.seed, random=args.random, pool=args.pool,
                         smt_seconds=args.smt_seconds, use_smt=args.smt_seconds > 0)
     suite = build_suite(space, opts, _progress)
@@ -124,16 +121,11 @@ def cmd_suite(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from mmaprobe.models.accumulator import evaluate
-
     suite = read_suite(args.suite)
-    cfg, device = _config(args.preset, args.config)
-    shape = (suite.in_format, suite.c_format, suite.out_format, suite.k)
-    got = (cfg.in_format, cfg.c_format, cfg.out_format, cfg.k)
-    if shape != got:
-        raise InputError(f"{args.suite}: suite formats/k {shape} do not match the device "
-                         f"{device} {got}")
-    d = evaluate(cfg, suite.a, suite.b, suite.c)
+    dev = device_from_args(args)
+    dev.check_shape((suite.in_format, suite.c_format, suite.out_format, suite.k), args.suite)
+    device = dev.name
+    d = dev.run(suite.a, suite.b, suite.c)
     obs = Observed(list(suite.ids), d, suite.out_format, {"device": device})
     out = Path(args.output)
     if out.suffix == ".txt":
@@ -157,7 +149,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_infer(args: argparse.Namespace) -> int:
     suite = read_suite(args.suite)
     obs = read_observed(args.observed, suite, args.suite)
-    space = get_space(args.space, suite.in_format, suite.c_format, suite.out_format, suite.k)
+    space = space_for(args.space, suite.in_format, suite.c_format, suite.out_format, suite.k)
     inf = infer_mod.infer(suite, obs, space, _progress)
     text = infer_mod.report(inf)
     if args.report:
@@ -172,17 +164,12 @@ def cmd_infer(args: argparse.Namespace) -> int:
 
 
 def cmd_identify(args: argparse.Namespace) -> int:
-    spec = args.device
-    if spec.startswith("preset:"):
-        cfg, name = _config(spec[7:], None)
-    elif spec.startswith("config:"):
-        cfg, name = _config(None, spec[7:])
-    else:
-        raise InputError(f"--device {spec!r}: expected preset:NAME or config:FILE")
+    dev = device_from_args(args)
+    name = dev.name
     if args.max_queries < 1:
         raise InputError("--max-queries must be at least 1")
-    space = get_space(args.space, cfg.in_format, cfg.c_format, cfg.out_format, cfg.k)
-    res = ident_mod.identify(ident_mod.virtual_device(cfg), space, args.max_queries, args.seed,
+    space = space_for(args.space, *dev.shape)
+    res = ident_mod.identify(dev, space, args.max_queries, args.seed,
                              smt_seconds=args.smt_seconds, use_smt=args.smt_seconds > 0,
                              progress=_progress)
     if args.json:

@@ -19,25 +19,17 @@ from typing import Any
 
 import numpy as np
 
-from mmaprobe.models.accumulator import evaluate
-from mmaprobe.models.config import AccumulatorConfig
+from mmaprobe.models.partition import outputs_matrix, split_fields, split_scores
+from mmaprobe.models.presets import presets_with
+from mmaprobe.models.rows import pool_rows, targeted_rows
+from mmaprobe.models.space import CandidateSpace
 
-from .candidates import CandidateSpace, presets_with
-from .discriminate import outputs_matrix, split_fields, split_scores
 from .infer import Inference, infer
-from .rows import pool_rows, targeted_rows
 from .suite import _smt_pair
 from .suitefile import Observed, Suite
 
 Device = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 Progress = Callable[[str], None] | None
-
-
-def virtual_device(cfg: AccumulatorConfig) -> Device:
-    """A device backed by the numpy model of cfg."""
-    def run(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
-        return evaluate(cfg, a, b, c)
-    return run
 
 
 @dataclass

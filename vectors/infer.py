@@ -32,9 +32,10 @@ from mmaprobe.models.config import (
 )
 from mmaprobe.models.errors import MmaprobeError
 from mmaprobe.models.formats import ROUNDING_MODES, get_format
+from mmaprobe.models.partition import outputs_matrix
+from mmaprobe.models.presets import presets_with
+from mmaprobe.models.space import CandidateSpace
 
-from .candidates import CandidateSpace, presets_with
-from .discriminate import outputs_matrix
 from .suitefile import Observed, Suite, hexbits
 
 Progress = Callable[[str], None] | None
@@ -83,7 +84,7 @@ def _value(v: Any) -> Any:
 
 
 def _feature_table(cfgs: list[AccumulatorConfig]) -> dict[str, set[str]]:
-    from mmaprobe.probes.features import FEATURES, feature_value
+    from mmaprobe.models.features import FEATURES, feature_value
 
     out: dict[str, set[str]] = {}
     for f in FEATURES:
@@ -93,7 +94,7 @@ def _feature_table(cfgs: list[AccumulatorConfig]) -> dict[str, set[str]]:
 
 def _decided_features(space: CandidateSpace, O: np.ndarray, d: np.ndarray, consistent: list[int],
                       suite: Suite, probe_dec: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    from mmaprobe.probes.features import FEATURES, feature_value
+    from mmaprobe.models.features import FEATURES, feature_value
 
     cfgs = space.configs
     cons = [cfgs[i] for i in consistent]
@@ -137,8 +138,9 @@ def probe_decisions(suite: Suite, d: np.ndarray, truth: AccumulatorConfig | None
     Instances of a probe that needs decided features are reported only when their bindings
     match ``truth`` (a consistent or closest candidate), as the pipeline would have chosen.
     """
-    from mmaprobe.probes.features import expression_bindings, feature_value
-    from mmaprobe.probes.probe import decide, library_files, load_probes
+    from mmaprobe.models.features import expression_bindings, feature_value
+    from mmaprobe.probes.decide import decide
+    from mmaprobe.probes.library import library_files, load_probes
 
     recs = suite.meta.get("generator", {}).get("probe_instances", [])
     if not recs:
@@ -160,7 +162,7 @@ def probe_decisions(suite: Suite, d: np.ndarray, truth: AccumulatorConfig | None
             if expression_bindings(truth, p.requires) != bnd:
                 continue
             tv = {n: feature_value(truth, n) for n in set(p.requires) | set(p.when)}
-            if not p.applies_when(tv):
+            if not p.when_matches(tv):
                 continue
         elif bnd:
             continue

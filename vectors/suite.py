@@ -26,10 +26,10 @@ import numpy as np
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.errors import MmaprobeError
 from mmaprobe.models.formats import get_format
+from mmaprobe.models.partition import classes, outputs_matrix, refine, split_fields, split_scores
+from mmaprobe.models.rows import issm_rows, pool_rows, targeted_rows
+from mmaprobe.models.space import CandidateSpace
 
-from .candidates import CandidateSpace
-from .discriminate import classes, outputs_matrix, refine, split_fields, split_scores
-from .rows import issm_rows, pool_rows, targeted_rows
 from .suitefile import Suite
 
 Progress = Callable[[str], None] | None
@@ -95,8 +95,9 @@ def pipeline_order(probes: list[Any]) -> list[Any]:
 def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
                   max_bindings: int = 16) -> list[dict[str, Any]]:
     """Instantiate applicable probes into bld; returns the instance records for infer."""
-    from mmaprobe.probes.features import expression_bindings, feature_value
-    from mmaprobe.probes.probe import InstantiationError, library_files, load_probes
+    from mmaprobe.models.features import expression_bindings, feature_value
+    from mmaprobe.probes.library import library_files, load_probes
+    from mmaprobe.probes.probe import InstantiationError
 
     sp = bld.space
     paths = files if files is not None else [str(p) for p in library_files("library")]
@@ -119,7 +120,7 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
         bindings: list[dict[str, int]] = []
         for cfg in sp.configs:
             truth = {n: feature_value(cfg, n) for n in set(p.requires) | set(p.when)}
-            if not p.applies_when(truth):
+            if not p.when_matches(truth):
                 continue
             bnd = expression_bindings(cfg, p.requires)
             if bnd not in bindings:

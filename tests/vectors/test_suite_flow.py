@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from mmaprobe.models.presets import get_preset, list_presets
-from mmaprobe.vectors.candidates import neighbourhood
-from mmaprobe.vectors.identify import identify, virtual_device
+from mmaprobe.models.space import neighbourhood
+from mmaprobe.vectors.devices import virtual_device
+from mmaprobe.vectors.identify import identify
 from mmaprobe.vectors.infer import infer
 from mmaprobe.vectors.suite import SuiteOptions, build_suite
 from mmaprobe.vectors.suitefile import (
@@ -86,7 +87,7 @@ def test_identify_within_budget(name):
 
 def _library_loads() -> bool:
     from mmaprobe.models.errors import MmaprobeError
-    from mmaprobe.probes.probe import library_files, load_probes
+    from mmaprobe.probes.library import library_files, load_probes
 
     try:
         return bool(load_probes(library_files()))

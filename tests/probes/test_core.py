@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from mmaprobe.models.config import AccumulatorConfig
+from mmaprobe.models.errors import SchemaError
+from mmaprobe.models.space import CandidateSpace
 from mmaprobe.probes import expr as ex
 from mmaprobe.probes.checker import run_check
-from mmaprobe.probes.cmd_probes import suite_probes
-from mmaprobe.probes.probe import InstantiationError, library_files, load_probes, load_text
-from mmaprobe.probes.space import Space
-from mmaprobe.probes.yamlsrc import SchemaError
+from mmaprobe.probes.library import library_files, load_probes, load_text, suite_probes
+from mmaprobe.probes.probe import InstantiationError
 from mmaprobe.vectors.cli import main
 
 ENV = {"in.ulp": Fraction(1, 1024), "k": Fraction(16)}
@@ -78,8 +78,8 @@ def test_library_loads_and_lists() -> None:
     assert main(["probes", "--published"]) == 0
 
 
-def _space(*cfgs: AccumulatorConfig) -> Space:
-    return Space("test", "<test>", list(cfgs), 0, 0)
+def _space(*cfgs: AccumulatorConfig) -> CandidateSpace:
+    return CandidateSpace("test", "<test>", list(cfgs))
 
 
 def _va(neab: int, rounding: str) -> AccumulatorConfig:

@@ -12,7 +12,7 @@ from mmaprobe.models.gemm import gemm
 from mmaprobe.models.presets import get_preset
 from mmaprobe.vectors.cmd_models import hazard_matrices
 
-from conftest import run_row, value_of
+from helpers import run_row, value_of
 
 
 def p2(e: int) -> F:

@@ -9,8 +9,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from mmaprobe.models.config import AccumulatorConfig
-from mmaprobe.models.formats import get_format
+from .config import AccumulatorConfig
+from .formats import get_format
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(AccumulatorConfig))
 

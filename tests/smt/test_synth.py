@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from mmaprobe.models.config import AccumulatorConfig
+from mmaprobe.models.space import SPACES_DIR
 from mmaprobe.smt.constraints import Constraints
 from mmaprobe.smt.synth import distinguish, model_outputs, robust_probe, separate
 
@@ -51,8 +52,8 @@ def test_separate_three() -> None:
     assert all(len(members) == 1 for members in s.table.values())
 
 
-SMT_SPACE = Path(__file__).parent.parent / "smt" / "spaces" / "fp16-fp32-k8.yaml"
-DEFAULT_SPACE = Path(__file__).parent.parent / "probes" / "spaces" / "fp16-fp32.yaml"
+SMT_SPACE = SPACES_DIR / "smt-fp16-fp32-k8.yaml"
+DEFAULT_SPACE = SPACES_DIR / "fp16-fp32.yaml"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

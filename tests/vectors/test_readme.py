@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mmaprobe.vectors.cli import main
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_python_api_block_runs():

@@ -8,19 +8,21 @@ from pathlib import Path
 import pytest
 
 from mmaprobe.models.config import AccumulatorConfig
+from mmaprobe.models.errors import SchemaError
 from mmaprobe.models.presets import list_presets
+from mmaprobe.models.space import CandidateSpace, load_spaces, space_files
 from mmaprobe.probes.checker import run_check
-from mmaprobe.probes.probe import InstantiationError, Outcome, library_files, load_probes, load_text
-from mmaprobe.probes.space import Space, default_space_files, load_spaces
-from mmaprobe.probes.yamlsrc import SchemaError
+from mmaprobe.probes.decide import Outcome
+from mmaprobe.probes.library import library_files, load_probes, load_text
+from mmaprobe.probes.probe import InstantiationError
 from mmaprobe.vectors.cli import main
 
 LIBRARY = load_probes(library_files())
 IDS = [p.id for p in LIBRARY]
 
 
-def _space(*cfgs: AccumulatorConfig) -> Space:
-    return Space("test", "<test>", list(cfgs), 0, 0)
+def _space(*cfgs: AccumulatorConfig) -> CandidateSpace:
+    return CandidateSpace("test", "<test>", list(cfgs))
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +101,7 @@ def test_library_robust_on_compact_space(tmp_path: Path) -> None:
 
 
 def test_default_spaces_vary_the_new_features() -> None:
-    spaces = load_spaces(default_space_files())
+    spaces = load_spaces(space_files(), templates=False)
     seen: dict[str, set] = {}
     for s in spaces:
         for c in s.configs:
@@ -172,7 +174,7 @@ def test_bad_sweeps_fail_at_instantiation(sweep: str, msg: str) -> None:
 
 def test_unrepresentable_instantiation_names_probe_format_term() -> None:
     # seed 000's interleaving walk uses 2^-24 = 2^-12 * 2^-12: not an e4m3 product
-    from mmaprobe.probes.cmd_probes import suite_probes
+    from mmaprobe.probes.library import suite_probes
 
     (p,) = [p for p in suite_probes("khattak2025") if p.id == "km-interleave-walk"]
     p.instantiate("e5m2", "binary32", "binary32", 32)
@@ -188,9 +190,9 @@ def test_unrepresentable_instantiation_names_probe_format_term() -> None:
 
 def test_applies_when_limits_a_probe_to_its_range() -> None:
     (p,) = [p for p in LIBRARY if p.id == "c-placement"]
-    assert p.applies_decided("binary16", "binary32", "binary32", 8, {"neab": 1, "F": 24,
+    assert p.applies_when_holds("binary16", "binary32", "binary32", 8, {"neab": 1, "F": 24,
                                                                         "out_t": 23})
-    assert not p.applies_decided("binary16", "binary32", "binary32", 8, {"neab": 0, "F": 23,
+    assert not p.applies_when_holds("binary16", "binary32", "binary32", 8, {"neab": 0, "F": 23,
                                                                             "out_t": 23})
     rep = run_check([p], [_space(AccumulatorConfig(in_format="binary16", k=8, neab=0))])
     assert rep.results[0].not_applicable == 1 and rep.results[0].tried == 0

@@ -10,12 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from mmaprobe.models.errors import InputError
-
-from .checker import CheckReport, run_check, stderr_progress
-from .probe import Probe, library_files, load_probes
-from .space import default_space_files, load_spaces
-
-SUITES_DIR = "published"
+from mmaprobe.models.space import default_spaces, load_spaces
+from mmaprobe.probes.checker import CheckReport, run_check, stderr_progress
+from mmaprobe.probes.library import (
+    SUITES_DIR,
+    library_files,
+    load_probes,
+    suite_names,
+    suite_probes,
+)
+from mmaprobe.probes.probe import Probe
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,22 +56,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.set_defaults(func=cmd_authenticate)
 
 
-def suite_names() -> list[str]:
-    return [p.stem for p in library_files(SUITES_DIR)]
-
-
-def suite_probes(suite: str) -> list[Probe]:
-    path = Path(suite)
-    if path.suffix in (".yaml", ".yml") or path.exists():
-        if not path.exists():
-            raise InputError(f"suite file {suite} does not exist")
-        return load_probes([path])
-    files = [p for p in library_files(SUITES_DIR) if p.stem == suite]
-    if not files:
-        raise InputError(f"unknown suite {suite!r}; valid suites: {', '.join(suite_names())}")
-    return load_probes(files)
-
-
 def _formats(p: Probe) -> str:
     parts = []
     for role in ("in", "c", "out"):
@@ -98,11 +86,9 @@ def cmd_probes(args: argparse.Namespace) -> int:
 
 
 def _spaces(paths: list[str] | None):
-    files = [Path(s) for s in paths] if paths else default_space_files()
-    for f in files:
-        if not f.exists():
-            raise InputError(f"space file {f} does not exist")
-    return load_spaces(files)
+    if not paths:
+        return default_spaces()
+    return load_spaces([Path(s) for s in paths])
 
 
 def cmd_check(args: argparse.Namespace) -> int:

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from mmaprobe.models.accumulator import evaluate
-from mmaprobe.models.config import AccumulatorConfig
+from .accumulator import evaluate
+from .config import AccumulatorConfig
 
 _MIX1 = np.uint64(0x9E3779B97F4A7C15)
 _MIX2 = np.uint64(0xBF58476D1CE4E5B9)

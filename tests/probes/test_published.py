@@ -11,14 +11,14 @@ import pytest
 
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.presets import get_preset
+from mmaprobe.models.space import CandidateSpace
 from mmaprobe.probes.checker import run_check
-from mmaprobe.probes.cmd_probes import suite_probes
-from mmaprobe.probes.space import Space
+from mmaprobe.probes.library import suite_probes
 from mmaprobe.vectors.cli import main
 
 
-def _space(*cfgs: AccumulatorConfig) -> Space:
-    return Space("test", "<test>", list(cfgs), 0, 0)
+def _space(*cfgs: AccumulatorConfig) -> CandidateSpace:
+    return CandidateSpace("test", "<test>", list(cfgs))
 
 
 def _results(suite: str, *cfgs: AccumulatorConfig) -> dict:

@@ -10,11 +10,14 @@ import z3
 
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.errors import InputError
+from mmaprobe.models.features import FEATURES, feature_value
 from mmaprobe.models.formats import get_format
-
-from .constraints import Constraints
-from .encode import check_encodable
-from .synth import EncodingMismatch, distinguish, robust_probe
+from mmaprobe.models.presets import get_preset
+from mmaprobe.models.space import load_spaces
+from mmaprobe.smt.constraints import Constraints
+from mmaprobe.smt.encode import check_encodable
+from mmaprobe.smt.probe_yaml import dump_probes, probe_document
+from mmaprobe.smt.synth import EncodingMismatch, distinguish, robust_probe
 
 
 def register(sub) -> None:
@@ -25,10 +28,10 @@ def register(sub) -> None:
                     "exist under the input constraints. Exit 0: vector found or equivalent; "
                     "1: solver timeout/unknown; 2: input error.")
     p.add_argument("--preset", action="append", default=[], metavar="NAME",
-                   help="a device preset (give two, or one with --config-file)")
-    p.add_argument("--config-file", action="append", default=[], metavar="FILE",
-                   help="a configuration YAML file instead of a preset (repeatable)")
-    p.add_argument("--config", metavar="FILE",
+                   help="a device preset (give two, or one with --config)")
+    p.add_argument("--config", action="append", default=[], metavar="FILE",
+                   help="an accumulator configuration YAML instead of a preset (repeatable)")
+    p.add_argument("--constraints", metavar="FILE",
                    help="input constraints YAML (finite, normal, exp_range, c_exp_range, "
                         "zero_a, zero_b, zero_c, sign_a, sign_b, sign_c)")
     p.add_argument("--timeout", type=float, default=60.0, metavar="S",
@@ -45,33 +48,19 @@ def register(sub) -> None:
     s.add_argument("--feature", required=True, help="configuration field or derived feature")
     s.add_argument("--space", required=True, metavar="FILE", help="candidate space YAML")
     s.add_argument("-o", "--output", required=True, metavar="FILE", help="probe YAML to write")
-    s.add_argument("--config", metavar="FILE", help="input constraints YAML")
+    s.add_argument("--constraints", metavar="FILE", help="input constraints YAML")
     s.add_argument("--timeout", type=float, default=300.0, metavar="S",
                    help="total time per probe in seconds (default 300)")
     s.add_argument("--json", action="store_true", help="machine-readable summary")
     s.set_defaults(func=cmd_synthesize)
 
 
-def _load_config(path: str) -> AccumulatorConfig:
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except OSError as e:
-        raise InputError(f"{path}: cannot read configuration: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        raise InputError(f"{path}: malformed YAML: {e}") from None
-    return AccumulatorConfig.from_dict(data, path)
-
-
 def _configs(args) -> list[tuple[str, AccumulatorConfig]]:
-    from mmaprobe.models.presets import get_preset
-
     out = [(name, get_preset(name).config) for name in args.preset]
-    out += [(path, _load_config(path)) for path in args.config_file]
+    out += [(path, AccumulatorConfig.load(path)) for path in args.config]
     if len(out) != 2:
         raise InputError(f"distinguish needs exactly two configurations (--preset or "
-                         f"--config-file), got {len(out)}")
+                         f"--config), got {len(out)}")
     return out
 
 
@@ -84,7 +73,7 @@ def _vec_json(cfg: AccumulatorConfig, a: list[int], b: list[int], c: int) -> dic
 
 def cmd_distinguish(args) -> int:
     (na, ca), (nb, cb) = _configs(args)
-    cons = Constraints.load(args.config) if args.config else Constraints()
+    cons = Constraints.load(args.constraints) if args.constraints else Constraints()
     check_encodable(ca)
     check_encodable(cb)
     if args.timeout <= 0:
@@ -133,15 +122,10 @@ def cmd_distinguish(args) -> int:
 
 
 def cmd_synthesize(args) -> int:
-    from mmaprobe.probes.features import FEATURES, feature_value
-    from mmaprobe.probes.space import load_spaces
-
-    from .probe_yaml import dump_probes, probe_document
-
     if args.feature not in FEATURES:
         raise InputError(f"unknown feature {args.feature!r}; valid features: "
                          f"{', '.join(FEATURES)}")
-    cons = Constraints.load(args.config) if args.config else Constraints()
+    cons = Constraints.load(args.constraints) if args.constraints else Constraints()
     spaces = load_spaces([args.space])
     docs = []
     summary = []

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from mmaprobe.models.config import AccumulatorConfig
-from mmaprobe.models.formats import get_format
-from mmaprobe.models.sampling import random_rows, round_to_format
+from .config import AccumulatorConfig
+from .formats import get_format
+from .sampling import random_rows, round_to_format
 
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray]
 

@@ -1,5 +1,0 @@
-import sys
-
-from mmaprobe.vectors.cli import main
-
-sys.exit(main())
