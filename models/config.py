@@ -260,7 +260,7 @@ class AccumulatorConfig:
                 fl = []
             if isinstance(fl, str):
                 fl = [fl]
-            if not isinstance(fl, list):
+            if not isinstance(fl, (list, tuple)):
                 raise ConfigError(f"{where}: flush: got {fl!r}, expected "
                                   f"{field_problem('flush', fl)}")
             data["flush"] = tuple(fl)

@@ -1,0 +1,175 @@
+"""The float64 engine of the vectorised model: fused blocks, exactly, at float speed.
+
+Fused blocks with small input formats and a binary32-range accumulator stay in float64
+where float64 is provably exact, following [XWYY25] Sec. IV-A (FDA steps 2-5): products of
+at most 2 x 13 significand bits are exact; scaling by a power of two is exact (no value
+comes near the float64 subnormal range); truncation (trunc/floor/rint) to the alignment
+quantum is exact; the aligned integers are below 2**(F + 3) and their sum below 2**53, so
+every addition is exact; the final rounding scales the exact sum by a power of two and
+rounds it to an integer, which is exact too.  Special values, the late addition of c and
+the block order are shared with :mod:`.engine_int`.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .config import AccumulatorConfig
+from .engine_int import DEAD, _apply_specials, _block_order, _decode, _late_c
+from .formats import Format, get_format
+
+_B32 = get_format("binary32")
+
+
+@functools.lru_cache(maxsize=32)
+def _tables(fmt: Format, flush: bool):
+    """float64 value and alignment exponent of every pattern (flushed subnormals are +0)."""
+    pats = np.arange(1 << (fmt.width - fmt.pad), dtype=np.uint64) << np.uint64(fmt.pad)
+    spec, sign, sig, exp = _decode(fmt, pats, flush)
+    val = np.ldexp(sig.astype(np.float64), (exp - fmt.t).astype(np.int32))
+    val = np.where(sign != 0, -val, val)
+    val = np.where(spec == 1, np.where(sign != 0, -np.inf, np.inf), val)
+    val = np.where(spec == 2, np.nan, val)
+    return val, exp.astype(np.int32)
+
+
+def _pow2(e) -> np.ndarray:
+    """2.0**e for integer arrays e in [-1022, 1023], built from the float64 encoding."""
+    return ((e + 1023).astype(np.uint64) << np.uint64(52)).view(np.float64)
+
+
+def _flog2(v) -> np.ndarray:
+    """floor(log2 |v|) for normal float64 v (-1023 for zero)."""
+    return ((v.view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64) - 1023
+
+
+def _acc_float(fmt: Format, bits, flush: bool) -> np.ndarray:
+    """float64 values of binary32/binary16/bfloat16 patterns (flushed subnormals are +0)."""
+    if fmt.name == "binary32":
+        v = bits.astype(np.uint32).view(np.float32).astype(np.float64)
+    elif fmt.name == "binary16":
+        v = bits.astype(np.uint16).view(np.float16).astype(np.float64)
+    else:
+        v = (bits.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+    if flush:
+        v = np.where((v != 0) & (np.abs(v) < float(fmt.fmin)), 0.0, v)
+    return v
+
+
+def _float_bits(fmt: Format, v) -> np.ndarray:
+    """Patterns of float64 values that fmt represents exactly (or infinities)."""
+    if fmt.name == "binary32":
+        return v.astype(np.float32).view(np.uint32).astype(np.uint64)
+    if fmt.name == "binary16":
+        return v.astype(np.float16).view(np.uint16).astype(np.uint64)
+    return (v.astype(np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint64)
+
+
+def run_float(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
+    """Fused blocks (FDA/CoFDA) in float64, exact by the module docstring's argument."""
+    fin, fout = get_format(cfg.in_format), get_format(cfg.out_format)
+    val, ex = _tables(fin, "inputs" in cfg.flush)
+    F = cfg.frac_bits
+    mode, amode = cfg.final_rounding, cfg.align_rounding
+    sticky = amode == "rz_sticky"
+    p_out = fout.p if cfg.out_frac_bits is None else cfg.out_frac_bits + 1
+    pad = np.uint64(fin.pad)
+    a, b = _block_order(cfg, a, b)
+    ia = (a >> pad).astype(np.intp) if fin.pad else a.astype(np.intp)
+    ib = (b >> pad).astype(np.intp) if fin.pad else b.astype(np.intp)
+    late = cfg.c_placement == "late"
+    fc = get_format(cfg.c_format)
+    acc, acc_fmt = (np.zeros_like(c), fout) if late else (c, fc)
+    n = cfg.nfma
+    with np.errstate(invalid="ignore", over="ignore"):
+        for blk in range(cfg.blocks):
+            sa, sb = ia[:, blk * n:(blk + 1) * n], ib[:, blk * n:(blk + 1) * n]
+            p = val[sa] * val[sb]
+            if cfg.product_normalisation == "normalised":
+                pe = _flog2(p)
+            else:
+                pe = ex[sa] + ex[sb]
+            if cfg.product_overflow:
+                p = np.where(np.abs(p) >= 2.0 ** 128, p * np.inf, p)
+            if "products" in cfg.flush:
+                p = np.where(np.abs(p) < float(_B32.fmin), p * 0.0, p)
+            flush_c = ("inputs" if blk == 0 else "sums") in cfg.flush
+            vc = _acc_float(acc_fmt, acc, flush_c)
+            ce = np.maximum(_flog2(vc), acc_fmt.emin)
+            emax = np.where(p != 0, pe, DEAD).max(1)
+            emax = np.maximum(emax, np.where(vc != 0, ce, DEAD))
+            live = emax != DEAD
+            # an inf/NaN c or product has exponent 1024 in float64: keep the scale finite
+            emax = np.where(live, np.minimum(emax, 900), 0)
+            scale = _pow2(F + int(sticky) - emax)
+            x = p * scale[:, None]
+            xc = vc * scale
+            if amode == "rz":
+                x, xc = np.trunc(x, out=x), np.trunc(xc)
+            elif amode == "rd":
+                x, xc = np.floor(x, out=x), np.floor(xc)
+            elif amode == "rne":
+                x, xc = np.rint(x, out=x), np.rint(xc)  # ties to even, like the magnitude
+            else:
+                # x is already in units of half the quantum: truncate at the quantum and
+                # set the sticky (last) bit when bits were dropped.
+                x, xc = _sticky(x), _sticky(xc)
+            total = x.sum(1) + xc
+            # any inf/NaN term makes the exact-float sum inf/NaN exactly as FDA step 1 says
+            special = ~np.isfinite(total)
+            spec_nan, spec_neg = np.isnan(total), total < 0
+            unit = emax - F - int(sticky)
+            if cfg.carry_bits is not None:
+                limit = 2.0 ** (F + 2 + cfg.carry_bits + int(sticky))
+                total = np.where(special | (np.abs(total) < limit), total,
+                                 np.fmod(total, limit))
+            if mode == "rd":
+                all_neg = np.signbit(p).any(1) | np.signbit(vc)
+            else:
+                all_neg = np.signbit(p).all(1) & np.signbit(vc)
+            zs = np.where(live, mode == "rd", all_neg)
+            total = np.where(special, 0.0, total)
+            d = _float_round(fout, total, unit, mode, zs, p_out, "output" in cfg.flush)
+            d = _apply_specials(cfg, fout, d, spec_nan, special & ~spec_nan, spec_neg)
+            acc, acc_fmt = d, fout
+    return _late_c(cfg, fout, fc, acc, c) if late else acc
+
+
+def _sticky(x):
+    """x in units of half the quantum: 2*trunc(x/2) plus one if anything was dropped."""
+    t = np.trunc(x * 0.5) * 2.0
+    return np.where(t != x, t + np.copysign(1.0, x), t)
+
+
+def _float_round(fmt: Format, total, unit, mode, zero_sign, p, flush) -> np.ndarray:
+    """Round the exact float64 integer total * 2**unit to fmt with mode (see _round_bits)."""
+    nz = total != 0
+    E = _flog2(total) + unit
+    Ec = np.maximum(E, fmt.emin)
+    qe = Ec - (p - 1)
+    y = total * _pow2(np.where(nz, unit - qe, 0))
+    if mode == "rz":
+        r = np.trunc(y)
+    elif mode == "rd":
+        r = np.floor(y)
+    elif mode == "ru":
+        r = np.ceil(y)
+    elif mode == "rne":
+        r = np.rint(y)
+    elif mode == "rna":
+        t = np.trunc(y)
+        r = t + np.copysign((np.abs(y - t) >= 0.5).astype(np.float64), y)
+    else:  # ro
+        t = np.trunc(y)
+        m = np.abs(t)
+        m = np.where((t != y) & (np.fmod(m, 2.0) == 0), m + 1.0, m)
+        r = np.copysign(m, y)
+    v = r * _pow2(qe)
+    v = np.where(np.abs(v) >= 2.0 ** (fmt.emax + 1), np.copysign(np.inf, total), v)
+    v = np.where(v == 0, np.copysign(0.0, total), v)
+    if flush:
+        v = np.where(nz & (E < fmt.emin), np.copysign(0.0, total), v)
+    v = np.where(nz, v, np.where(zero_sign, -0.0, 0.0))
+    return _float_bits(fmt, v)

@@ -1,0 +1,498 @@
+"""The integer engine of the vectorised model: every configuration, exactly.
+
+Significands are signed integers at an explicit power-of-two unit.  The engine runs on
+int64 when a width bound (:func:`int_dtype`) proves that no intermediate exceeds 62 bits,
+and otherwise on numpy object arrays of Python integers (binary64 products, very wide
+neab): the same code, slower, still exact.
+
+IEEE operations on two operands (late c, SFMA, GPS) use a round-to-odd reduction: the exact
+sum is rounded to odd at a quantum at least four times finer than the output quantum, which
+rounds to the same result in every mode (the far operand only contributes a sticky bit;
+close operands are added exactly).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from .config import AccumulatorConfig
+from .formats import Format, get_format
+from .reference import FDRDA_DOT_BITS, GFDRDA_C_RZ_BELOW
+from .reference import nan_bits as _nan_bits
+
+#: Exponent standing for "no live term" (below every real exponent).
+DEAD = -(1 << 20)
+
+_B32 = get_format("binary32")
+
+
+@functools.lru_cache(maxsize=256)
+def int_dtype(cfg: AccumulatorConfig):
+    """int64 when every intermediate provably fits in 62 bits, else object (Python ints)."""
+    fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
+                     get_format(cfg.out_format))
+    sig_bits = max(2 * fin.p, fc.p, fout.p)
+    if cfg.algorithm in ("sfma", "gps"):
+        # two-operand round-to-odd sums: max(operand bits, p + 3) + 3 (see _add2)
+        need = max(sig_bits, fout.p + 3) + 3
+    else:
+        F = cfg.frac_bits
+        # aligned terms < 2**(F + 3) (sticky unit), m of them; products shifted < 2**61
+        need = F + 3 + log2ceil(cfg.k + 1)
+        if cfg.algorithm == "fdrda":
+            need = max(F, FDRDA_DOT_BITS) + 5 + log2ceil(cfg.k + 1)
+        if cfg.c_placement == "late":
+            need = max(need, fc.p + 3, fout.p + 6)
+        need = max(need, sig_bits + 1)
+    return np.int64 if need <= 61 else object
+
+
+def log2ceil(n: int) -> int:
+    return max(0, math.ceil(math.log2(n)))
+
+
+# -- integer helpers (int64 or object arrays) ------------------------------------------------
+
+def _bitlen(x):
+    """Bit length of non-negative integers (0 for 0), as int64."""
+    if x.dtype == object:
+        return _PY_BITLEN(x).astype(np.int64)
+    _, e = np.frexp(x.astype(np.float64))
+    e = e.astype(np.int64)
+    # float(x) may have rounded up to a power of two when x >= 2**53
+    e = e - ((x >> np.maximum(e - 1, 0)) == 0)
+    return np.where(x == 0, 0, e)
+
+
+_PY_BITLEN = np.frompyfunc(int.bit_length, 1, 1)
+
+
+def _cap(s, x):
+    """Clamp shift amounts at 62 for int64 data (values stay below 2**61 there)."""
+    s = np.maximum(s, 0)
+    return s if x.dtype == object else np.minimum(s, 62)
+
+
+def _shl(x, s):
+    s = np.maximum(s, 0)
+    if x.dtype == object:
+        return x << s.astype(object)
+    return x << s
+
+
+def _shr(x, s):
+    if x.dtype == object:
+        return x >> np.maximum(s, 0).astype(object)
+    return x >> _cap(s, x)
+
+
+def _floor_shift(x, s):
+    """(floor(x / 2**s), inexact) for signed integers x and shifts s >= 0."""
+    if x.dtype == object:
+        so = np.maximum(s, 0).astype(object)
+        fl = x >> so
+        return fl, (x - (fl << so)) != 0
+    sc = _cap(s, x)
+    fl = x >> sc
+    return fl, (x & ((np.int64(1) << sc) - 1)) != 0
+
+
+def _to_unit(x, xunit, unit):
+    """x * 2**xunit as a multiple of 2**unit (exact: requires unit <= xunit)."""
+    return _shl(x, xunit - unit)
+
+
+def _pick(cond, x, y):
+    out = np.where(cond, x, y)
+    return out if out.dtype == x.dtype or x.dtype != object else out.astype(object)
+
+
+# -- decoding ---------------------------------------------------------------------------------
+
+def _decode(fmt: Format, bits, flush: bool):
+    """(special, sign, sig, exp): special 0 finite/zero, 1 inf, 2 NaN; exp as in decode."""
+    from .formats import decode_array
+
+    sign, sig, exp, special = decode_array(fmt, bits)
+    if flush:
+        sub = (special == 0) & (sig != 0) & (sig < (1 << fmt.t))
+        sig = np.where(sub, 0, sig)
+        sign = np.where(sub, 0, sign)
+    return special, sign, sig, exp
+
+
+def _products(cfg: AccumulatorConfig, fin: Format, a, b, dt):
+    """Exact products (special, sign, sig, lsb, exp), each (n, m); exp is the alignment one."""
+    flush_in = "inputs" in cfg.flush
+    xa, sa, ma, ea = _decode(fin, a, flush_in)
+    xb, sb, mb, eb = _decode(fin, b, flush_in)
+    sign = sa ^ sb
+    nan = (xa == 2) | (xb == 2) | ((xa == 1) & (mb == 0) & (xb == 0)) | (
+        (xb == 1) & (ma == 0) & (xa == 0))
+    special = np.where(nan, 2, np.where((xa == 1) | (xb == 1), 1, 0))
+    sig = ma.astype(dt) * mb.astype(dt)
+    lsb = ea + eb - 2 * fin.t
+    top = lsb + _bitlen(sig) - 1  # floor(log2 |p|) where sig != 0
+    live = sig != 0
+    exp = np.where(live, top, ea + eb) if cfg.product_normalisation == "normalised" \
+        else ea + eb
+    if cfg.product_overflow:
+        special = np.where((special == 0) & live & (top >= 128), 1, special)
+    if "products" in cfg.flush:
+        sig = _pick(live & (top < _B32.emin), np.zeros_like(sig), sig)
+    sig = _pick(special != 0, np.zeros_like(sig), sig)
+    return special, sign, sig, lsb, exp
+
+
+def _special_rows(spec, sign, cspec, csign):
+    """FDA step 1 (seed 002 Sec. IV-A): NaN wins, +inf with -inf is NaN, else the infinity."""
+    pos = ((spec == 1) & (sign == 0)).any(1) | ((cspec == 1) & (csign == 0))
+    neg = ((spec == 1) & (sign == 1)).any(1) | ((cspec == 1) & (csign == 1))
+    nan = (spec == 2).any(1) | (cspec == 2) | (pos & neg)
+    inf = ~nan & (pos | neg)
+    return nan, inf, neg
+
+
+# -- exact rounding to an output format ----------------------------------------------------
+
+def _round_bits(fmt: Format, total, unit, mode: str, zero_sign, p: int | None = None,
+                flush: bool = False, ieee_overflow: bool = False) -> np.ndarray:
+    """Round total * 2**unit (total a signed integer, possibly rounded to odd) to fmt bits.
+
+    zero_sign gives the sign of an exact zero; overflow gives infinity (the matrix units'
+    way, reference._out) or follows IEEE 754 for the mode when ieee_overflow is set.
+    """
+    p = fmt.p if p is None else p
+    neg = total < 0
+    mag = _pick(neg, -total, total)
+    nz = mag != 0
+    E = unit + _bitlen(mag) - 1
+    Ec = np.maximum(E, fmt.emin)
+    sh = Ec - (p - 1) - unit  # right shift to the output quantum
+    up = sh <= 0
+    q = _pick(up, _shl(mag, -sh), _shr(mag, sh))
+    if mode != "rz":
+        r1 = np.maximum(sh - 1, 0)
+        rbit = (_shr(mag, r1) & 1) != 0
+        rbit &= ~up
+        fl, sticky = _floor_shift(mag, r1)
+        sticky &= ~up
+        inexact = rbit | sticky
+        if mode == "rne":
+            inc = rbit & (sticky | ((q & 1) != 0))
+        elif mode == "rna":
+            inc = rbit
+        elif mode == "ru":
+            inc = inexact & ~neg
+        elif mode == "rd":
+            inc = inexact & neg
+        else:  # ro
+            inc = inexact & ((q & 1) == 0)
+        q = q + inc
+    q = np.asarray(q).astype(np.int64)
+    carry = q >> p
+    q = q >> carry
+    Ec = Ec + carry
+    sbit = neg.astype(np.uint64) << np.uint64(fmt.bits - 1)
+    normal = q >= (1 << (p - 1))
+    efield = np.where(normal, Ec + fmt.bias, 0).astype(np.uint64)
+    frac = ((q << (fmt.p - p)) & ((1 << fmt.t) - 1)).astype(np.uint64)
+    bits = sbit | (efield << np.uint64(fmt.t)) | frac
+    over = Ec > fmt.emax
+    inf = sbit | np.uint64(fmt.inf_bits())
+    if ieee_overflow:
+        to_inf = {"rne": True, "rna": True, "rz": False, "ro": False}.get(mode)
+        if to_inf is None:
+            to_inf = ~neg if mode == "ru" else neg
+        big = sbit | np.uint64(fmt.encode(0, fmt.max_sig, fmt.emax))
+        bits = np.where(over, np.where(to_inf, inf, big), bits)
+    else:
+        bits = np.where(over, inf, bits)
+    zero = sbit if fmt.has_negative_zero else np.zeros_like(sbit)
+    bits = np.where(q == 0, zero, bits)
+    if flush:
+        bits = np.where(nz & (E < fmt.emin), zero, bits)
+    zs = np.asarray(zero_sign).astype(np.uint64) << np.uint64(fmt.bits - 1)
+    return np.where(nz, bits, zs)
+
+
+# -- the fused sum -------------------------------------------------------------------------
+
+def _fused_sum(cfg: AccumulatorConfig, sign, sig, lsb, exp):
+    """Align terms (n, m) at their largest exponent with F fraction bits; add them.
+
+    Returns (total, unit, any_live, all_negative, emax): the fixed-point sum
+    total * 2**unit, whether any term is non-zero, whether all terms are negative (the sign
+    of an all-zero sum) and the alignment exponent (reference.fused_sum).
+    """
+    F = cfg.frac_bits
+    live = sig != 0
+    any_live = live.any(1)
+    emax = np.where(live, exp, DEAD).max(1)
+    emax = np.where(any_live, emax, 0)
+    q = (emax - F)[:, None]
+    d = lsb - q
+    left = d >= 0
+    neg = sign != 0
+    up = _shl(sig, _cap(d, sig))
+    mag, inexact = _floor_shift(sig, -d)
+    mode = cfg.align_rounding
+    sticky = mode == "rz_sticky"
+    if mode == "rd":
+        mag = mag + (neg & inexact)
+    elif mode == "rne":
+        r1 = np.maximum(-d - 1, 0)
+        rbit = (_shr(sig, r1) & 1) != 0
+        _, below = _floor_shift(sig, r1)
+        mag = mag + (rbit & (below | ((mag & 1) != 0)))
+    n = _pick(left, up, mag)
+    if sticky:
+        n = 2 * n + (~left & inexact)
+    n = _pick(neg, -n, n)
+    total = n.sum(1)
+    if cfg.carry_bits is not None:
+        width = F + 2 + cfg.carry_bits + int(sticky)
+        if sig.dtype == object or width < 62:
+            limit = 1 << width
+            tneg = total < 0
+            tmag = _pick(tneg, -total, total)
+            tmag = _pick(tmag >= limit, tmag & (limit - 1), tmag)
+            total = _pick(tneg, -tmag, tmag)
+    # IEEE sign of a sum of zeros: -0 only if all are -0, or any is -0 under RD
+    all_neg = neg.any(1) if cfg.final_rounding == "rd" else neg.all(1)
+    return total, emax - F - int(sticky), any_live, all_neg, emax
+
+
+def _zero_sign(mode: str, any_live, all_neg):
+    return np.where(any_live, mode == "rd", all_neg)
+
+
+# -- IEEE two-operand sums ---------------------------------------------------------------------
+
+def _add2(x, y, p: int):
+    """Exact x + y rounded to odd at a quantum >= 4x finer than any p-bit result quantum.
+
+    x, y are (sign, sig, lsb) with sig >= 0.  Returns (total, unit).  If the operands'
+    leading bits are at most one position apart they are added exactly; otherwise the sum
+    has a leading bit at least at top - 1, so a quantum 2**(top - p - 2) leaves two bits
+    below the output's round position and the smaller operand enters floored, with its
+    inexactness as the sticky (odd) bit.
+    """
+    (sx, mx, lx), (sy, my, ly) = x, y
+    tx = np.where(mx != 0, lx + _bitlen(mx) - 1, DEAD)
+    ty = np.where(my != 0, ly + _bitlen(my) - 1, DEAD)
+    swap = ty > tx
+    sa, ma, la, ta = (np.where(swap, sy, sx), _pick(swap, my, mx), np.where(swap, ly, lx),
+                      np.maximum(tx, ty))
+    sb, mb, lb, tb = (np.where(swap, sx, sy), _pick(swap, mx, my), np.where(swap, lx, ly),
+                      np.minimum(tx, ty))
+    close = ta - tb <= 1
+    Q = np.where(close, np.minimum(la, lb), np.minimum(la, ta - p - 2))
+    Q = np.where(ta == DEAD, 0, Q)
+    A = _shl(ma, la - Q)
+    A = _pick(sa != 0, -A, A)
+    B = _pick(sb != 0, -mb, mb)
+    Bl = _shl(B, lb - Q)
+    Bf, inexact = _floor_shift(B, Q - lb)
+    Bq = _pick(lb >= Q, Bl, Bf)
+    inexact &= lb < Q
+    total = A + Bq
+    total = _pick(inexact, total | 1, total)
+    return total, Q
+
+
+def _ieee_add(fout: Format, x, y, mode: str, flush: bool, dt) -> np.ndarray:
+    """IEEE 754 sum of two operands given as (special, sign, sig, lsb) (reference._ieee_sum)."""
+    (xs, xsg, xm, xl), (ys, ysg, ym, yl) = x, y
+    nan = (xs == 2) | (ys == 2) | ((xs == 1) & (ys == 1) & (xsg != ysg))
+    inf = ~nan & ((xs == 1) | (ys == 1))
+    inf_sign = np.where(xs == 1, xsg, ysg)
+    xm = _pick(xs != 0, np.zeros_like(xm), xm).astype(dt)
+    ym = _pick(ys != 0, np.zeros_like(ym), ym).astype(dt)
+    total, unit = _add2((xsg, xm, xl), (ysg, ym, yl), fout.p)
+    both_zero = (xm == 0) & (ym == 0)
+    if mode == "rd":
+        zs = np.where(both_zero, (xsg | ysg) != 0, True)
+    else:
+        zs = both_zero & (xsg != 0) & (ysg != 0)
+    bits = _round_bits(fout, total, unit, mode, zs, flush=flush, ieee_overflow=True)
+    bits = np.where(inf, np.uint64(fout.inf_bits()) | (inf_sign.astype(np.uint64)
+                                                       << np.uint64(fout.bits - 1)), bits)
+    return np.where(nan, np.uint64(fout.nan_bits()), bits)
+
+
+def _operand(fmt: Format, bits, flush: bool = False):
+    """(special, sign, sig, lsb) of stored values."""
+    spec, sign, sig, exp = _decode(fmt, bits, flush)
+    return spec, sign, sig, exp - fmt.t
+
+
+# -- the integer engine --------------------------------------------------------------------
+
+def run_int(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
+    if cfg.algorithm in ("sfma", "gps"):
+        fout = get_format(cfg.out_format)
+        d = _sfma(cfg, a, b, c) if cfg.algorithm == "sfma" else _gps(cfg, a, b, c)
+        return np.where(d == np.uint64(fout.nan_bits()), np.uint64(_nan_bits(cfg, fout)), d)
+    fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
+                     get_format(cfg.out_format))
+    a, b = _block_order(cfg, a, b)
+    n = cfg.nfma
+    late = cfg.algorithm == "fused" and cfg.c_placement == "late"
+    acc, acc_fmt = (np.zeros_like(c), fout) if late else (c, fc)
+    for blk in range(cfg.k // n):
+        sl = slice(blk * n, (blk + 1) * n)
+        if cfg.algorithm == "fdrda":
+            acc = _fdrda_block(cfg, fin, a[:, sl], b[:, sl], acc)
+        else:
+            acc = _fused_block(cfg, fin, fout, acc_fmt, a[:, sl], b[:, sl], acc, blk == 0)
+        acc_fmt = fout
+    return _late_c(cfg, fout, fc, acc, c) if late else acc
+
+
+def _block_order(cfg: AccumulatorConfig, a, b):
+    """Columns in the order the blocks take them (reference.block_order)."""
+    if cfg.interleave != "pairs":
+        return a, b
+    order = [i for i in range(cfg.k) if (i // 2) % 2 == 0] + [
+        i for i in range(cfg.k) if (i // 2) % 2 == 1]
+    return a[:, order], b[:, order]
+
+
+def _late_c(cfg, fout, fc, acc, c) -> np.ndarray:
+    """c_placement='late': one IEEE addition of c to the chained blocks' output."""
+    d = _ieee_add(fout, _operand(fout, acc), _operand(fc, c, "inputs" in cfg.flush),
+                  cfg.late_rounding,
+                  "output" in cfg.flush, int_dtype(cfg))
+    # a NaN is the unit's own (canonical on NVIDIA), not the IEEE default
+    return np.where(d == np.uint64(fout.nan_bits()), np.uint64(_nan_bits(cfg, fout)), d)
+
+
+def _fused_block(cfg, fin, fout, acc_fmt, a, b, acc, first) -> np.ndarray:
+    dt = int_dtype(cfg)
+    flush_c = ("inputs" if first else "sums") in cfg.flush
+    pspec, psign, psig, plsb, pexp = _products(cfg, fin, a, b, dt)
+    cspec, csign, csig, cexp = _decode(acc_fmt, acc, flush_c)
+    nan, inf, inf_neg = _special_rows(pspec, psign, cspec, csign)
+    csig = np.where(cspec != 0, 0, csig).astype(dt)
+    mode = cfg.final_rounding
+    p_out = None if cfg.out_frac_bits is None else cfg.out_frac_bits + 1
+    total, unit, live, all_neg, _ = _fused_sum(
+        cfg, np.column_stack([psign, csign]), _hstack(psig, csig),
+        np.column_stack([plsb, cexp - acc_fmt.t]), np.column_stack([pexp, cexp]))
+    d = _round_bits(fout, total, unit, mode, _zero_sign(mode, live, all_neg), p_out,
+                    "output" in cfg.flush)
+    return _apply_specials(cfg, fout, d, nan, inf, inf_neg)
+
+
+def _hstack(m, col):
+    return np.concatenate([m, col[:, None].astype(m.dtype)], axis=1)
+
+
+def _apply_specials(cfg, fout, d, nan, inf, inf_neg):
+    infb = np.uint64(fout.inf_bits()) | (inf_neg.astype(np.uint64) << np.uint64(fout.bits - 1))
+    d = np.where(inf, infb, d)
+    return np.where(nan, np.uint64(_nan_bits(cfg, fout)), d)
+
+
+def _fdrda_block(cfg, fin, a, b, acc) -> np.ndarray:
+    """CDNA3 FDRDA / GFDRDA (seed 002, Sec. IV-F and IV-H; reference._fdrda_block)."""
+    dt = int_dtype(cfg)
+    F = cfg.frac_bits
+    pspec, psign, psig, plsb, pexp = _products(cfg, fin, a, b, dt)
+    cspec, csign, csig, cexp = _decode(_B32, acc, "inputs" in cfg.flush)
+    nan, inf, inf_neg = _special_rows(pspec, psign, cspec, csign)
+    csig = np.where(cspec != 0, 0, csig).astype(dt)
+    if cfg.interleave == "even_odd":
+        parts = []
+        for h in (0, 1):
+            sl = slice(h, None, 2)
+            parts.append(_fused_sum(cfg, psign[:, sl], psig[:, sl], plsb[:, sl], pexp[:, sl]))
+        any_dot = parts[0][2] | parts[1][2]
+        e_dot = np.maximum(*[np.where(pt[2], pt[4], DEAD) for pt in parts])
+        e_dot = np.where(any_dot, e_dot, 0)
+        dot_unit = e_dot - F
+        dot = 0
+        for total, unit, live, _, _ in parts:
+            fl, _ = _floor_shift(total, dot_unit - unit)  # dot_unit >= unit
+            dot = dot + _pick(live, fl, np.zeros_like(fl))
+    else:
+        dot, dot_unit, any_dot, _, e_dot = _fused_sum(cfg, psign, psig, plsb, pexp)
+    live_c = csig != 0
+    e_max = np.maximum(np.where(any_dot, e_dot, DEAD), np.where(live_c, cexp, DEAD))
+    e_max = np.where(any_dot | live_c, e_max, 0)
+    u_dot, u_c = e_max - FDRDA_DOT_BITS, e_max - F
+    unit = np.minimum(u_dot, u_c)
+    # the dot product rounded down at 2**u_dot (exact when its unit is coarser)
+    dfl, _ = _floor_shift(dot, u_dot - dot_unit)
+    dot_r = _pick(dot_unit >= u_dot, _to_unit(dot, dot_unit, unit),
+                  _to_unit(dfl, u_dot, unit))
+    # c rounded at 2**u_c: down, or toward zero for GFDRDA when e_c < e_max - 25
+    clsb = cexp - _B32.t
+    cneg = csign != 0
+    cs = _pick(cneg, -csig, csig)
+    cfl, _ = _floor_shift(cs, u_c - clsb)
+    if cfg.interleave == "even_odd":
+        tz, _ = _floor_shift(csig, u_c - clsb)
+        rz = live_c & (cexp < e_max - GFDRDA_C_RZ_BELOW)
+        cfl = _pick(rz, _pick(cneg, -tz, tz), cfl)
+    c_r = _pick(clsb >= u_c, _to_unit(cs, clsb, unit), _to_unit(cfl, u_c, unit))
+    total = dot_r + c_r
+    mode = cfg.final_rounding
+    p_out = None if cfg.out_frac_bits is None else cfg.out_frac_bits + 1
+    zs = np.where(any_dot | live_c, mode == "rd",
+                  (psign.any(1) | cneg) if mode == "rd" else (psign.all(1) & cneg))
+    d = _round_bits(_B32, total, unit, mode, zs, p_out, "output" in cfg.flush)
+    return _apply_specials(cfg, _B32, d, nan, inf, inf_neg)
+
+
+def _sfma(cfg, a, b, c) -> np.ndarray:
+    """Sequential IEEE fused multiply-adds in the output format (seed 002 SFMA)."""
+    dt = int_dtype(cfg)
+    fin, fout = get_format(cfg.in_format), get_format(cfg.out_format)
+    acc, acc_fmt = c, get_format(cfg.c_format)
+    for i in range(cfg.k):
+        pspec, psign, psig, plsb, _ = _products(_PLAIN.replace(in_format=fin.name, k=1),
+                                                fin, a[:, i:i + 1], b[:, i:i + 1], dt)
+        prod = (pspec[:, 0], psign[:, 0], psig[:, 0], plsb[:, 0])
+        acc = _ieee_add(fout, _operand(acc_fmt, acc), prod, cfg.final_rounding,
+                        "output" in cfg.flush, dt)
+        acc_fmt = fout
+    return acc
+
+
+#: Product decoding without flushes or overflow (SFMA and GPS products are plain IEEE).
+_PLAIN = AccumulatorConfig(in_format="binary16", k=1)
+
+
+def _gps(cfg, a, b, c) -> np.ndarray:
+    """CDNA2 group-pairwise-sum, binary32 RNE with flushes (seed 002, Alg. 2 and 3)."""
+    dt = int_dtype(cfg)
+    fin = get_format(cfg.in_format)
+    plain = _PLAIN.replace(in_format=fin.name, k=1, flush=("inputs",))
+    prods = []
+    for i in range(cfg.k):
+        pspec, psign, psig, plsb, _ = _products(plain, fin, a[:, i:i + 1], b[:, i:i + 1], dt)
+        zero = (
+            np.zeros_like(pspec[:, 0]), psign[:, 0], np.zeros_like(psig[:, 0]), plsb[:, 0])
+        prods.append(_ieee_add(_B32, (pspec[:, 0], psign[:, 0], psig[:, 0], plsb[:, 0]),
+                               zero, "rne", True, dt))
+
+    def pairwise(ps):
+        if len(ps) == 1:
+            return ps[0]
+        h = len(ps) // 2
+        return _ieee_add(_B32, _operand(_B32, pairwise(ps[:h])),
+                         _operand(_B32, pairwise(ps[h:])), "rne", True, dt)
+
+    d = c
+    G = cfg.nfma
+    for k in range(0, cfg.k, G):
+        g = pairwise(prods[k:k + G])
+        d = _ieee_add(_B32, _operand(_B32, d, flush=k == 0), _operand(_B32, g), "rne", True, dt)
+    return d
+
+
