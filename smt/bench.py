@@ -16,8 +16,9 @@ from mmaprobe.models.features import feature_value
 from mmaprobe.models.presets import list_presets
 from mmaprobe.models.space import SPACES_DIR, load_spaces
 
+from .distinguish import distinguish
 from .encode import NotEncodable, check_encodable
-from .synth import distinguish, robust_probe
+from .synth import robust_probe
 
 SPACE = SPACES_DIR / "smt-fp16-fp32-k8.yaml"
 #: the shipped default candidate space of the fp16 -> fp32 units (K = 4, 8, 16)

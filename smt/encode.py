@@ -565,14 +565,3 @@ def encode(cfg: AccumulatorConfig, a: list[BV], b: list[BV], c: BV,
            ew: int | None = None) -> BV:
     """The output bit pattern of cfg as a z3 term over the input terms a, b, c."""
     return Encoder(cfg, ew).output(list(a), list(b), c)
-
-
-def evaluate_z3(cfg: AccumulatorConfig, a: list[int], b: list[int], c: int) -> int:
-    """Concrete evaluation through the encoding (constants in, simplify)."""
-    fin, fc = get_format(cfg.in_format), get_format(cfg.c_format)
-    av = [_val(int(x), fin.width) for x in a]
-    bv = [_val(int(x), fin.width) for x in b]
-    term = z3.simplify(encode(cfg, av, bv, _val(int(c), fc.width)))
-    if not z3.is_bv_value(term):
-        raise AssertionError("encoding did not reduce to a constant")
-    return term.as_long()

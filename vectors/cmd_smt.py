@@ -15,9 +15,10 @@ from mmaprobe.models.formats import get_format
 from mmaprobe.models.presets import get_preset
 from mmaprobe.models.space import load_spaces
 from mmaprobe.smt.constraints import Constraints
+from mmaprobe.smt.distinguish import EncodingMismatch, distinguish
 from mmaprobe.smt.encode import check_encodable
 from mmaprobe.smt.probe_yaml import dump_probes, probe_document
-from mmaprobe.smt.synth import EncodingMismatch, distinguish, robust_probe
+from mmaprobe.smt.synth import robust_probe
 
 
 def register(sub) -> None:

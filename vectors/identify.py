@@ -19,13 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from mmaprobe.models.partition import outputs_matrix, split_fields, split_scores
+from mmaprobe.models.partition import split_fields
 from mmaprobe.models.presets import presets_with
-from mmaprobe.models.rows import pool_rows, targeted_rows
+from mmaprobe.models.rows import pool_rows
 from mmaprobe.models.space import CandidateSpace
+from mmaprobe.models.split_search import RowPool, SplitSearch
+from mmaprobe.smt.distinguish import pair_solver
 
 from .infer import Inference, infer
-from .suite import _smt_pair
 from .suitefile import Observed, Suite
 
 Device = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -67,18 +68,24 @@ def _query(device: Device, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> int:
 def identify(device: Device, space: CandidateSpace, max_queries: int = 16, seed: int = 0,
              pool: int = 2000, smt_seconds: float = 20.0, use_smt: bool = True,
              progress: Progress = None) -> Identification:
+    """Query ``device`` one row at a time, each row the split search's best split of the
+    candidates its answers have left, until one configuration (or a class no stage splits)
+    remains, none remains (the device is unexplained), or ``max_queries`` are used."""
     t0 = time.monotonic()
     rng = np.random.default_rng(seed)
     cfgs = space.configs
-    (pa, pb, pc), kinds = pool_rows(cfgs[0], pool, rng)
     if progress:
         progress(f"identify: evaluating {len(cfgs)} candidates on a pool of {pool} rows")
-    O = outputs_matrix(cfgs, pa, pb, pc, progress)
+    rows_pool = RowPool.empty(cfgs)
+    rows, kinds = pool_rows(cfgs[0], pool, rng)
+    rows_pool.add(rows, kinds, progress)
+    search = SplitSearch(cfgs, rows_pool, rng, local_rows=1000, local_tries=2,
+                         solver=pair_solver() if use_smt else None,
+                         solver_seconds=smt_seconds if use_smt else 0.0, pair_seconds=10.0)
     R = np.arange(len(cfgs))
     asked: list[tuple[np.ndarray, np.ndarray, int, int]] = []
     queries: list[dict[str, Any]] = []
     status, note = "budget", f"query budget of {max_queries} used up"
-    smt_left = smt_seconds if use_smt else 0.0
     while True:
         if R.size == 1:
             status, note = "identified", "one configuration remains"
@@ -88,43 +95,17 @@ def identify(device: Device, space: CandidateSpace, max_queries: int = 16, seed:
             break
         if len(queries) >= max_queries:
             break
-        scores = split_scores(np.zeros(R.size, dtype=np.int64), O[R])
-        j = int(np.argmin(scores))
-        row: tuple[np.ndarray, np.ndarray, int] | None = None
-        col: np.ndarray | None = None
-        method = ""
-        if scores[j] < float(R.size) ** 2:
-            row, col = (pa[j], pb[j], int(pc[j])), O[R, j]
-            method = f"model-search (pool, {kinds[j]})"
-        else:
-            sub = [cfgs[i] for i in R]
-            for _ in range(2):
-                la, lb, lc = targeted_rows(sub[0], 1000, rng)
-                lo = outputs_matrix(sub, la, lb, lc)
-                sc = split_scores(np.zeros(len(sub), dtype=np.int64), lo)
-                jj = int(np.argmin(sc))
-                if sc[jj] < float(len(sub)) ** 2:
-                    row, col = (la[jj], lb[jj], int(lc[jj])), lo[:, jj]
-                    method = "model-search (local)"
-                    break
-            if row is None and smt_left > 0.5:
-                tq = time.monotonic()
-                v, st = _smt_pair(sub[0], sub[-1], min(10.0, smt_left))
-                smt_left -= time.monotonic() - tq
-                if v is not None:
-                    row = (np.array(v.a, dtype=np.uint64), np.array(v.b, dtype=np.uint64),
-                           int(v.c))
-                    col = outputs_matrix(sub, row[0][None, :], row[1][None, :],
-                                         np.array([row[2]], dtype=np.uint64))[:, 0]
-                    method = "smt (distinguish)"
-                else:
-                    note = f"smt: {st}"
-            if row is None:
-                status = "class"
-                note = (f"{R.size} configurations not split by {pool} pool rows, 2000 "
-                        f"targeted rows{' or the SMT engine (' + note + ')' if use_smt else ''}")
-                break
-        assert col is not None
+        split = search.next_split(np.zeros(R.size, dtype=np.int64), R)
+        if split is None:
+            status = "class"
+            note = f"{R.size} configurations not split by {pool} pool rows, targeted rows"
+            if use_smt:
+                why = "; ".join(search.solver_notes[-2:])
+                note += " or the SMT engine" + (f" ({why})" if why else "")
+            break
+        method = {"pool": f"model-search (pool, {split.kind})", "local": "model-search (local)",
+                  "solver": "smt (distinguish)"}[split.method]
+        row, col = split.row, split.column[R]
         d = _query(device, *row)
         before = R.size
         fields = split_fields([cfgs[i] for i in R], col)

@@ -23,12 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.errors import MmaprobeError
 from mmaprobe.models.formats import get_format
-from mmaprobe.models.partition import classes, outputs_matrix, refine, split_fields, split_scores
-from mmaprobe.models.rows import issm_rows, pool_rows, targeted_rows
+from mmaprobe.models.partition import classes, outputs_matrix, refine, split_fields
+from mmaprobe.models.rows import issm_rows, pool_rows
 from mmaprobe.models.space import CandidateSpace
+from mmaprobe.models.split_search import RowPool, SplitSearch
+from mmaprobe.smt.distinguish import pair_solver
 
 from .suitefile import Suite
 
@@ -161,25 +162,10 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
 
 # -- discriminators -----------------------------------------------------------------------------
 
-def _smt_pair(x: AccumulatorConfig, y: AccumulatorConfig, seconds: float):
-    """(vector or None, status note) from smt.synth.distinguish, never raising."""
-    try:
-        from mmaprobe.smt.synth import distinguish
-    except Exception as e:  # the SMT engine is optional at runtime
-        return None, f"unavailable ({type(e).__name__}: {e})"
-    try:
-        d = distinguish(x, y, timeout=seconds)
-    except MmaprobeError as e:
-        return None, f"not encodable ({e})"
-    except Exception as e:  # an encoding mismatch or solver failure: fall back, say why
-        return None, f"failed ({type(e).__name__}: {str(e)[:120]})"
-    if d.status == "distinct" and d.vector is not None:
-        return d.vector, f"distinct ({d.detail}, {d.seconds:.1f} s)"
-    return None, f"{d.status} ({d.detail})"
-
-
 def discriminate(bld: _Builder, opts: SuiteOptions, rng: np.random.Generator,
                  notes: list[str], progress: Progress = None) -> dict[str, Any]:
+    """Add discriminators to bld until the suite splits the space into classes no search
+    stage splits further (or the budget is used)."""
     sp = bld.space
     cfgs = sp.configs
     a0, b0, c0 = bld.arrays()
@@ -189,94 +175,50 @@ def discriminate(bld: _Builder, opts: SuiteOptions, rng: np.random.Generator,
         for j in range(base.shape[1]):
             labels = refine(labels, base[:, j])
     start_classes = int(labels.max()) + 1
-    ref = cfgs[0]
-    (pa, pb, pc), kinds = pool_rows(ref, opts.pool, rng)
     if progress:
         progress(f"suite: evaluating {len(cfgs)} configurations on a pool of {opts.pool} rows")
-    pool = outputs_matrix(cfgs, pa, pb, pc, progress)
-    added = 0
-    n_disc = 0
-    # 1. greedy selection from the pool
-    while added < opts.max_discriminators:
-        live = np.concatenate([g for g in classes(labels) if len(g) > 1]) \
-            if (np.bincount(labels) > 1).any() else np.zeros(0, dtype=np.int64)
-        if live.size == 0:
+    pool = RowPool.empty(cfgs)
+    rows, kinds = pool_rows(cfgs[0], opts.pool, rng)
+    pool.add(rows, kinds, progress)
+    search = SplitSearch(cfgs, pool, rng, local_rows=opts.local_rows, local_tries=1,
+                         local_budget=opts.local_searches,
+                         solver=pair_solver() if opts.use_smt else None,
+                         solver_seconds=opts.smt_seconds if opts.use_smt else 0.0,
+                         pair_seconds=opts.smt_pair_seconds)
+    counts = {"pool": 0, "local": 0, "solver": 0}
+    after_pool = None
+    while len(bld.ids) - len(a0) < opts.max_discriminators:
+        split = search.next_split(labels, progress=progress)
+        if split is None:
             break
-        scores = split_scores(labels[live], pool[live])
-        j = int(np.argmin(scores))
-        if scores[j] >= float(np.sum(np.bincount(labels[live]) ** 2.0)):
-            break
-        sub = [cfgs[i] for i in live]
-        fields = split_fields(sub, pool[live, j])
-        labels = refine(labels, pool[:, j])
-        n_disc += 1
-        bld.add(f"disc.pool.{n_disc:03d}", pa[j], pb[j], int(pc[j]),
-                {"kind": "discriminator", "method": "model-search (pool)", "row_kind": kinds[j],
-                 "features": fields})
-        added += 1
-    after_pool = int(labels.max()) + 1
-    # 2. classes still together: SMT distinguish on representative pairs, else local search
-    smt_left = opts.smt_seconds if opts.use_smt else 0.0
-    smt_used = smt_found = 0
-    equivalent: list[list[str]] = []
-    unresolved: list[list[int]] = []
-    tried: set[tuple[int, int]] = set()
-    local_budget = opts.local_searches
-    while added < opts.max_discriminators:
-        groups = [g for g in classes(labels) if len(g) > 1]
-        groups = [g for g in groups if (int(g[0]), int(g[-1])) not in tried]
-        if not groups:
-            break
-        g = groups[0]
-        x, y = int(g[0]), int(g[-1])
-        tried.add((x, y))
-        vec = None
-        method = ""
-        if smt_left > 0.5:
-            t0 = time.monotonic()
-            v, status = _smt_pair(cfgs[x], cfgs[y], min(opts.smt_pair_seconds, smt_left))
-            smt_left -= time.monotonic() - t0
-            smt_used += 1
-            if v is not None:
-                vec = (np.array(v.a, dtype=np.uint64), np.array(v.b, dtype=np.uint64), int(v.c))
-                method = "smt (distinguish)"
-                smt_found += 1
-            elif status.startswith("equivalent"):
-                equivalent.append([cfgs[x].describe(), cfgs[y].describe()])
-                notes.append(f"smt: {cfgs[x].describe()} and {cfgs[y].describe()}: {status}")
-            else:
-                notes.append(f"smt {status} for {cfgs[x].describe()} vs {cfgs[y].describe()}; "
-                             "model-based search used")
-        if vec is None and local_budget > 0:
-            local_budget -= 1
-            sub = [cfgs[i] for i in g]
-            la, lb, lc = targeted_rows(sub[0], opts.local_rows, rng)
-            lo = outputs_matrix(sub, la, lb, lc)
-            sc = split_scores(np.zeros(len(sub), dtype=np.int64), lo)
-            j = int(np.argmin(sc))
-            if sc[j] < len(sub) ** 2:
-                vec = (la[j], lb[j], int(lc[j]))
-                method = "model-search (local)"
-        if vec is None:
-            unresolved.append([int(i) for i in g])
-            continue
-        col = outputs_matrix(cfgs, vec[0][None, :], vec[1][None, :],
-                             np.array([vec[2]], dtype=np.uint64))[:, 0]
-        fields = split_fields([cfgs[i] for i in g], col[g])
-        labels = refine(labels, col)
-        n_disc += 1
-        bld.add(f"disc.{'smt' if method.startswith('smt') else 'local'}.{n_disc:03d}",
-                vec[0], vec[1], vec[2], {"kind": "discriminator", "method": method,
-                                         "separates": [cfgs[x].describe(), cfgs[y].describe()],
-                                         "features": fields})
-        added += 1
+        if split.method != "pool" and after_pool is None:
+            after_pool = int(labels.max()) + 1
+        group = np.flatnonzero(labels == labels[split.pair[0]]) if split.pair else None
+        fields = split_fields([cfgs[i] for i in (group if group is not None
+                                                  else range(len(cfgs)))],
+                              split.column if group is None else split.column[group])
+        labels = refine(labels, split.column)
+        counts[split.method] += 1
+        n = sum(counts.values())
+        method = {"pool": "model-search (pool)", "local": "model-search (local)",
+                  "solver": "smt (distinguish)"}[split.method]
+        prov: dict[str, Any] = {"kind": "discriminator", "method": method, "features": fields}
+        if split.method == "pool":
+            prov["row_kind"] = split.kind
+        if split.pair:
+            prov["separates"] = [cfgs[split.pair[0]].describe(), cfgs[split.pair[1]].describe()]
+        tag = {"pool": "pool", "local": "local", "solver": "smt"}[split.method]
+        bld.add(f"disc.{tag}.{n:03d}", split.row[0], split.row[1], split.row[2], prov)
+    notes += [f"smt: {n}" for n in search.solver_notes[:20]]
+    equivalent = [[cfgs[x].describe(), cfgs[y].describe()] for x, y in search.equivalent]
+    notes += [f"smt: {x} and {y}: equivalent" for x, y in equivalent[:20]]
     final = classes(labels)
     together = [g for g in final if len(g) > 1]
     return {"configurations": len(cfgs), "classes_before": start_classes,
-            "classes_after_pool": after_pool, "classes": len(final),
+            "classes_after_pool": after_pool or int(labels.max()) + 1, "classes": len(final),
             "largest_class": int(len(final[0])) if final else 0,
-            "discriminators": added, "smt_queries": smt_used, "smt_vectors": smt_found,
-            "smt_equivalent_pairs": equivalent[:20],
+            "discriminators": sum(counts.values()), "smt_queries": search.solver_queries,
+            "smt_vectors": counts["solver"], "smt_equivalent_pairs": equivalent[:20],
             "unsplit_classes": [[cfgs[int(i)].describe() for i in g[:6]] for g in together[:10]],
             "unsplit_class_count": len(together)}
 

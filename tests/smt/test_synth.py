@@ -1,4 +1,4 @@
-"""Synthesis: distinguish, separate and robust probes, each verified on the model."""
+"""Synthesis: distinguish and robust probes, each verified on the model."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import pytest
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.space import SPACES_DIR
 from mmaprobe.smt.constraints import Constraints
-from mmaprobe.smt.synth import distinguish, model_outputs, robust_probe, separate
+from mmaprobe.smt.distinguish import distinguish, model_outputs
+from mmaprobe.smt.synth import robust_probe
 
 BASE = AccumulatorConfig(in_format="binary16", k=8, nfma=8, neab=1)
 
@@ -42,14 +43,6 @@ def test_equivalence_proof_small() -> None:
     b = a.replace(flush=("output",))
     d = distinguish(a, b, Constraints(zero_c=True), timeout=60)
     assert d.status == "equivalent"
-
-
-def test_separate_three() -> None:
-    cfgs = [BASE, BASE.replace(neab=2), BASE.replace(nfma=4)]
-    s = separate(cfgs, timeout=90)
-    assert s.status in ("one_vector", "suite")
-    assert sorted(i for members in s.table.values() for i in members) == [0, 1, 2]
-    assert all(len(members) == 1 for members in s.table.values())
 
 
 SMT_SPACE = SPACES_DIR / "smt-fp16-fp32-k8.yaml"
