@@ -232,6 +232,23 @@ class AccumulatorConfig:
     def blocks(self) -> int:
         return self.k // self.nfma
 
+    @property
+    def block_order(self) -> tuple[int, ...]:
+        """Product indices in the order the blocks take them.
+
+        interleave='pairs' ([KM25] Sec. IV-A5, Fig. 5(c)): alternating pairs form two
+        groups, {0,1, 4,5, ...} then {2,3, 6,7, ...}, each one fused block (an fp16 HMMA on
+        Hopper), the second chained on the first.  Reproduces every H100 fp8 -> fp16 row of
+        the MATLAB-tensor-core dataset (recorded with mma.sync m16n8k32).
+
+        >>> AccumulatorConfig(in_format="e4m3", k=8, nfma=4, interleave="pairs").block_order
+        (0, 1, 4, 5, 2, 3, 6, 7)
+        """
+        if self.interleave == "pairs":
+            return tuple([i for i in range(self.k) if (i // 2) % 2 == 0]
+                         + [i for i in range(self.k) if (i // 2) % 2 == 1])
+        return tuple(range(self.k))
+
     def replace(self, **changes: Any) -> AccumulatorConfig:
         return dataclasses.replace(self, **changes)
 

@@ -17,8 +17,8 @@ import functools
 import numpy as np
 
 from .config import AccumulatorConfig
-from .engine_int import DEAD, _apply_specials, _block_order, _decode, _late_c
-from .formats import Format, get_format
+from .engine_int import DEAD, _apply_specials, _decode, _late_c, in_block_order
+from .formats import Format, exact_zero_sign, get_format
 
 _B32 = get_format("binary32")
 
@@ -76,7 +76,7 @@ def run_float(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
     sticky = amode == "rz_sticky"
     p_out = fout.p if cfg.out_frac_bits is None else cfg.out_frac_bits + 1
     pad = np.uint64(fin.pad)
-    a, b = _block_order(cfg, a, b)
+    a, b = in_block_order(cfg, a, b)
     ia = (a >> pad).astype(np.intp) if fin.pad else a.astype(np.intp)
     ib = (b >> pad).astype(np.intp) if fin.pad else b.astype(np.intp)
     late = cfg.c_placement == "late"
@@ -125,11 +125,8 @@ def run_float(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
                 limit = 2.0 ** (F + 2 + cfg.carry_bits + int(sticky))
                 total = np.where(special | (np.abs(total) < limit), total,
                                  np.fmod(total, limit))
-            if mode == "rd":
-                all_neg = np.signbit(p).any(1) | np.signbit(vc)
-            else:
-                all_neg = np.signbit(p).all(1) & np.signbit(vc)
-            zs = np.where(live, mode == "rd", all_neg)
+            zs = exact_zero_sign(mode, live, np.signbit(p).any(1) | np.signbit(vc),
+                                 np.signbit(p).all(1) & np.signbit(vc))
             total = np.where(special, 0.0, total)
             d = _float_round(fout, total, unit, mode, zs, p_out, "output" in cfg.flush)
             d = _apply_specials(cfg, fout, d, spec_nan, special & ~spec_nan, spec_neg)

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .config import AccumulatorConfig
-from .formats import Format, get_format
+from .formats import Format, exact_zero_sign, get_format, round_increment
 from .reference import FDRDA_DOT_BITS, GFDRDA_C_RZ_BELOW
 from .reference import nan_bits as _nan_bits
 
@@ -180,18 +180,7 @@ def _round_bits(fmt: Format, total, unit, mode: str, zero_sign, p: int | None = 
         rbit &= ~up
         fl, sticky = _floor_shift(mag, r1)
         sticky &= ~up
-        inexact = rbit | sticky
-        if mode == "rne":
-            inc = rbit & (sticky | ((q & 1) != 0))
-        elif mode == "rna":
-            inc = rbit
-        elif mode == "ru":
-            inc = inexact & ~neg
-        elif mode == "rd":
-            inc = inexact & neg
-        else:  # ro
-            inc = inexact & ((q & 1) == 0)
-        q = q + inc
+        q = q + round_increment(mode, neg, (q & 1) != 0, rbit, sticky)
     q = np.asarray(q).astype(np.int64)
     carry = q >> p
     q = q >> carry
@@ -224,9 +213,9 @@ def _round_bits(fmt: Format, total, unit, mode: str, zero_sign, p: int | None = 
 def _fused_sum(cfg: AccumulatorConfig, sign, sig, lsb, exp):
     """Align terms (n, m) at their largest exponent with F fraction bits; add them.
 
-    Returns (total, unit, any_live, all_negative, emax): the fixed-point sum
-    total * 2**unit, whether any term is non-zero, whether all terms are negative (the sign
-    of an all-zero sum) and the alignment exponent (reference.fused_sum).
+    Returns (total, unit, any_live, zero_sign, emax): the fixed-point sum
+    total * 2**unit, whether any term is non-zero, the sign of an exact zero sum and the
+    alignment exponent (reference.fused_sum).
     """
     F = cfg.frac_bits
     live = sig != 0
@@ -241,13 +230,12 @@ def _fused_sum(cfg: AccumulatorConfig, sign, sig, lsb, exp):
     mag, inexact = _floor_shift(sig, -d)
     mode = cfg.align_rounding
     sticky = mode == "rz_sticky"
-    if mode == "rd":
-        mag = mag + (neg & inexact)
-    elif mode == "rne":
+    if mode in ("rd", "rne"):
+        # the dropped bits of a magnitude: its first bit, and any bit below it
         r1 = np.maximum(-d - 1, 0)
-        rbit = (_shr(sig, r1) & 1) != 0
+        rbit = ((_shr(sig, r1) & 1) != 0) & inexact
         _, below = _floor_shift(sig, r1)
-        mag = mag + (rbit & (below | ((mag & 1) != 0)))
+        mag = mag + round_increment(mode, neg, (mag & 1) != 0, rbit, below & inexact)
     n = _pick(left, up, mag)
     if sticky:
         n = 2 * n + (~left & inexact)
@@ -261,13 +249,8 @@ def _fused_sum(cfg: AccumulatorConfig, sign, sig, lsb, exp):
             tmag = _pick(tneg, -total, total)
             tmag = _pick(tmag >= limit, tmag & (limit - 1), tmag)
             total = _pick(tneg, -tmag, tmag)
-    # IEEE sign of a sum of zeros: -0 only if all are -0, or any is -0 under RD
-    all_neg = neg.any(1) if cfg.final_rounding == "rd" else neg.all(1)
-    return total, emax - F - int(sticky), any_live, all_neg, emax
-
-
-def _zero_sign(mode: str, any_live, all_neg):
-    return np.where(any_live, mode == "rd", all_neg)
+    zero_sign = exact_zero_sign(cfg.final_rounding, any_live, neg.any(1), neg.all(1))
+    return total, emax - F - int(sticky), any_live, zero_sign, emax
 
 
 # -- IEEE two-operand sums ---------------------------------------------------------------------
@@ -313,11 +296,8 @@ def _ieee_add(fout: Format, x, y, mode: str, flush: bool, dt) -> np.ndarray:
     xm = _pick(xs != 0, np.zeros_like(xm), xm).astype(dt)
     ym = _pick(ys != 0, np.zeros_like(ym), ym).astype(dt)
     total, unit = _add2((xsg, xm, xl), (ysg, ym, yl), fout.p)
-    both_zero = (xm == 0) & (ym == 0)
-    if mode == "rd":
-        zs = np.where(both_zero, (xsg | ysg) != 0, True)
-    else:
-        zs = both_zero & (xsg != 0) & (ysg != 0)
+    zs = exact_zero_sign(mode, (xm != 0) | (ym != 0), (xsg | ysg) != 0,
+                         (xsg != 0) & (ysg != 0))
     bits = _round_bits(fout, total, unit, mode, zs, flush=flush, ieee_overflow=True)
     bits = np.where(inf, np.uint64(fout.inf_bits()) | (inf_sign.astype(np.uint64)
                                                        << np.uint64(fout.bits - 1)), bits)
@@ -339,7 +319,7 @@ def run_int(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
         return np.where(d == np.uint64(fout.nan_bits()), np.uint64(_nan_bits(cfg, fout)), d)
     fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
                      get_format(cfg.out_format))
-    a, b = _block_order(cfg, a, b)
+    a, b = in_block_order(cfg, a, b)
     n = cfg.nfma
     late = cfg.algorithm == "fused" and cfg.c_placement == "late"
     acc, acc_fmt = (np.zeros_like(c), fout) if late else (c, fc)
@@ -353,13 +333,11 @@ def run_int(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
     return _late_c(cfg, fout, fc, acc, c) if late else acc
 
 
-def _block_order(cfg: AccumulatorConfig, a, b):
-    """Columns in the order the blocks take them (reference.block_order)."""
+def in_block_order(cfg: AccumulatorConfig, a, b):
+    """Columns of a and b in the order the blocks take them (cfg.block_order)."""
     if cfg.interleave != "pairs":
         return a, b
-    order = [i for i in range(cfg.k) if (i // 2) % 2 == 0] + [
-        i for i in range(cfg.k) if (i // 2) % 2 == 1]
-    return a[:, order], b[:, order]
+    return a[:, cfg.block_order], b[:, cfg.block_order]
 
 
 def _late_c(cfg, fout, fc, acc, c) -> np.ndarray:
@@ -380,10 +358,10 @@ def _fused_block(cfg, fin, fout, acc_fmt, a, b, acc, first) -> np.ndarray:
     csig = np.where(cspec != 0, 0, csig).astype(dt)
     mode = cfg.final_rounding
     p_out = None if cfg.out_frac_bits is None else cfg.out_frac_bits + 1
-    total, unit, live, all_neg, _ = _fused_sum(
+    total, unit, _, zero_sign, _ = _fused_sum(
         cfg, np.column_stack([psign, csign]), _hstack(psig, csig),
         np.column_stack([plsb, cexp - acc_fmt.t]), np.column_stack([pexp, cexp]))
-    d = _round_bits(fout, total, unit, mode, _zero_sign(mode, live, all_neg), p_out,
+    d = _round_bits(fout, total, unit, mode, zero_sign, p_out,
                     "output" in cfg.flush)
     return _apply_specials(cfg, fout, d, nan, inf, inf_neg)
 
@@ -443,8 +421,7 @@ def _fdrda_block(cfg, fin, a, b, acc) -> np.ndarray:
     total = dot_r + c_r
     mode = cfg.final_rounding
     p_out = None if cfg.out_frac_bits is None else cfg.out_frac_bits + 1
-    zs = np.where(any_dot | live_c, mode == "rd",
-                  (psign.any(1) | cneg) if mode == "rd" else (psign.all(1) & cneg))
+    zs = exact_zero_sign(mode, any_dot | live_c, psign.any(1) | cneg, psign.all(1) & cneg)
     d = _round_bits(_B32, total, unit, mode, zs, p_out, "output" in cfg.flush)
     return _apply_specials(cfg, _B32, d, nan, inf, inf_neg)
 

@@ -292,6 +292,21 @@ def round_increment(mode: str, negative, odd, half, below):
     raise FormatError(f"unknown rounding mode {mode!r}; expected one of {ROUNDING_MODES}")
 
 
+def exact_zero_sign(mode: str, any_nonzero, any_negative, all_negative):
+    """The sign of an exact zero sum, IEEE 754 Sec. 6.3, generalised to many addends.
+
+    A sum of non-zero terms that cancels exactly is +0, or -0 under round-down; a sum of
+    zeros is -0 when every addend is -0, or under round-down when any is.  The arguments
+    may be Python bools, numpy bool arrays or z3 Booleans (only ``&``, ``|``, ``^``).
+
+    >>> exact_zero_sign("rne", False, True, True), exact_zero_sign("rd", True, False, False)
+    (True, True)
+    """
+    if mode == "rd":
+        return any_nonzero | any_negative
+    return (any_nonzero ^ True) & all_negative
+
+
 def round_fraction(x: Fraction, p: int, emin: int, mode: str) -> tuple[int, int, int]:
     """Round x to precision p with unbounded exponent range above emin (subnormals below).
 

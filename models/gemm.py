@@ -41,9 +41,8 @@ def to_bits(values, fmt: Format, what: str, exact: bool = True) -> np.ndarray:
         if np.isinf(v):
             table[i] = fmt.inf_bits(int(v < 0))
             continue
-        x = Fraction(float(v))
-        bits = fmt.from_fraction(x, "rne")
-        if exact and fmt.to_fraction(bits) != x:
+        bits = fmt.exact_bits(float(v)) if exact else fmt.from_fraction(Fraction(float(v)))
+        if bits is None:
             raise InputError(f"{what}: {v!r} is not representable in {fmt.name}")
         table[i] = bits
     return table[inv].reshape(arr.shape)

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from .config import AccumulatorConfig
-from .formats import Format, get_format, round_fraction, round_to_bits
+from .formats import (
+    Format,
+    exact_zero_sign,
+    get_format,
+    round_fraction,
+    round_increment,
+    round_to_bits,
+)
 
 #: CDNA3 FDRDA: the dot product is rounded down at 31 fraction bits when c is added
 #: (seed 002, Sec. IV-F step 6).
@@ -154,18 +161,13 @@ def _align(t: Term, q: int, mode: str) -> int:
         return -n if t.sign else n
     shift = q - t.lsb
     mag, rem = t.sig >> shift, t.sig & ((1 << shift) - 1)
-    if mode == "rz":
-        pass
-    elif mode == "rd":
-        if t.sign and rem:
-            mag += 1
-    elif mode == "rne":
-        half = 1 << (shift - 1)
-        if rem > half or (rem == half and mag & 1):
-            mag += 1
-    elif mode == "rz_sticky":
+    if mode == "rz_sticky":
         # units of 2**(q-1): truncated bits, then one sticky bit (caller halves q)
         raise AssertionError("rz_sticky is handled by aligning at q - 1")
+    half = 1 << (shift - 1)
+    # 'rd' truncates in two's complement: a negative magnitude with dropped bits grows
+    mag += round_increment(mode, bool(t.sign), bool(mag & 1), rem >= half,
+                           bool(rem & (half - 1)))
     return -mag if t.sign else mag
 
 
@@ -173,16 +175,12 @@ def fused_sum(cfg: AccumulatorConfig, terms: list[Term], trace,
               frac_bits: int | None = None) -> tuple[Fraction, int, bool]:
     """Align terms to their largest exponent keeping F fraction bits and add them exactly.
 
-    Returns (value, emax, zero_negative): the exact fixed-point result, the alignment
-    exponent, and for an all-zero input whether IEEE would give -0.
+    Returns (value, emax): the exact fixed-point result and the alignment exponent.
     """
     F = cfg.frac_bits if frac_bits is None else frac_bits
     live = [t for t in terms if t.sig]
     if not live:
-        # IEEE sign of a sum of zeros: -0 only if all are -0, or any is -0 under RD
-        signs = [t.sign for t in terms]
-        neg = bool(terms) and (any(signs) if cfg.final_rounding == "rd" else all(signs))
-        return Fraction(0), 0, neg
+        return Fraction(0), 0
     emax = max(t.exp for t in live)
     q = emax - F
     if trace is not None:
@@ -218,13 +216,14 @@ def fused_sum(cfg: AccumulatorConfig, terms: list[Term], trace,
     value = Fraction(total) * _p2(unit)
     if trace is not None:
         trace.append(f"  fixed-point sum {total} x 2^{unit} = {value}")
-    return value, emax, False
+    return value, emax
 
 
-def _zero_sign(mode: str, all_zero_negative: bool, any_live: bool) -> int:
-    if not any_live:
-        return int(all_zero_negative)
-    return int(mode == "rd")
+def terms_zero_sign(mode: str, terms: list[Term]) -> int:
+    """The sign of an exact zero sum of these terms (IEEE 754 Sec. 6.3)."""
+    signs = [bool(t.sign) for t in terms]
+    return int(exact_zero_sign(mode, any(t.sig for t in terms), any(signs),
+                               bool(signs) and all(signs)))
 
 
 # -- blocks ----------------------------------------------------------------------------
@@ -241,9 +240,8 @@ def _fused_block(cfg, fin, fout, acc_fmt, a, b, acc_bits, base, trace, first) ->
         return nan_bits(cfg, fout) if s.kind == "nan" else fout.inf_bits(s.sign)
     mode = cfg.final_rounding
     terms = prods + [cterm]
-    v, _, neg = fused_sum(cfg, terms, trace)
-    live = any(t.sig for t in terms)
-    d = _out(fout, v, mode, cfg, _zero_sign(mode, neg, live), cfg.out_frac_bits,
+    v, _ = fused_sum(cfg, terms, trace)
+    d = _out(fout, v, mode, cfg, terms_zero_sign(mode, terms), cfg.out_frac_bits,
              "output" in cfg.flush)
     if trace is not None:
         bits = "" if cfg.out_frac_bits is None else f", {cfg.out_frac_bits} fraction bits"
@@ -265,7 +263,7 @@ def _fdrda_block(cfg, fin, a, b, acc_bits, base, trace, first) -> int:
         parts = []
         for g in (0, 1):
             grp = [p for i, p in enumerate(prods) if i % 2 == g]
-            v, e, _ = fused_sum(cfg, grp, trace)
+            v, e = fused_sum(cfg, grp, trace)
             if any(t.sig for t in grp):
                 parts.append((v, e))
         if parts:
@@ -279,14 +277,12 @@ def _fdrda_block(cfg, fin, a, b, acc_bits, base, trace, first) -> int:
         else:
             e_dot, dot = None, Fraction(0)
     else:
-        dot, e_dot, _ = fused_sum(cfg, prods, trace)
+        dot, e_dot = fused_sum(cfg, prods, trace)
         if not any(t.sig for t in prods):
             e_dot = None
     live = [x for x in (e_dot, cterm.exp if cterm.sig else None) if x is not None]
     if not live:
-        signs = [t.sign for t in prods] + [cterm.sign]
-        neg = any(signs) if cfg.final_rounding == "rd" else all(signs)
-        return fout.zero_bits(int(neg))
+        return fout.zero_bits(terms_zero_sign(cfg.final_rounding, prods + [cterm]))
     e_max = max(live)
     dot_r = Fraction(_floor_div(dot, _p2(e_max - FDRDA_DOT_BITS))) * _p2(e_max - FDRDA_DOT_BITS)
     cq = _p2(e_max - F)
@@ -300,7 +296,7 @@ def _fdrda_block(cfg, fin, a, b, acc_bits, base, trace, first) -> int:
         trace.append(f"  e_max {e_max}: dot rounded down at 2^{e_max - FDRDA_DOT_BITS} -> "
                      f"{dot_r}; c rounded at 2^{e_max - F} -> {c_r}; sum {total}")
     return _out(fout, total, cfg.final_rounding, cfg,
-                _zero_sign(cfg.final_rounding, False, True), cfg.out_frac_bits,
+                terms_zero_sign(cfg.final_rounding, prods + [cterm]), cfg.out_frac_bits,
                 "output" in cfg.flush)
 
 
@@ -355,11 +351,8 @@ def _ieee_sum(fmt_out: Format, operands: list[tuple[Format, int]], mode: str,
         return fmt_out.inf_bits(infs.pop())
     x = sum(vals, Fraction(0))
     if x == 0:
-        if all(v == 0 for v in vals):
-            zs = int(all(signs)) if mode != "rd" else int(any(signs))
-        else:
-            zs = int(mode == "rd")
-        return fmt_out.zero_bits(zs)
+        zs = exact_zero_sign(mode, any(v != 0 for v in vals), any(signs), all(signs))
+        return fmt_out.zero_bits(int(zs))
     return _ieee_round(fmt_out, x, mode, 0, flush)
 
 
@@ -412,21 +405,6 @@ def _gps(cfg, fin, a, b, c, trace) -> int:
 
 # -- entry point ------------------------------------------------------------------------
 
-def block_order(cfg: AccumulatorConfig) -> list[int]:
-    """Product indices in the order the blocks take them.
-
-    interleave='pairs' (seed 000 Sec. IV-A5, Fig. 5(c)): alternating pairs form two groups,
-    {0,1, 4,5, ...} then {2,3, 6,7, ...}, each one fused block (an fp16 HMMA on Hopper), the
-    second chained on the first.  Reproduces every H100 fp8 -> fp16 row of the
-    MATLAB-tensor-core dataset (recorded with mma.sync m16n8k32).
-    """
-    if cfg.interleave == "pairs":
-        return ([i for i in range(cfg.k) if (i // 2) % 2 == 0]
-                + [i for i in range(cfg.k) if (i // 2) % 2 == 1])
-    return list(range(cfg.k))
-
-
-
 def reference_dot(cfg: AccumulatorConfig, a: list[int], b: list[int], c: int,
                   trace: list[str] | None = None) -> int:
     """d = c + sum a_i b_i for one row of bit patterns, exactly as cfg specifies."""
@@ -439,7 +417,7 @@ def reference_dot(cfg: AccumulatorConfig, a: list[int], b: list[int], c: int,
         d = (_sfma(cfg, fin, fc, fout, a, b, int(c), trace) if cfg.algorithm == "sfma"
              else _gps(cfg, fin, a, b, int(c), trace))
         return nan_bits(cfg, fout) if fout.decode(d)[0] == "nan" else d
-    order = block_order(cfg)
+    order = cfg.block_order
     a, b = [a[i] for i in order], [b[i] for i in order]
     n = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
     late = cfg.algorithm == "fused" and cfg.c_placement == "late"

@@ -28,7 +28,7 @@ import z3
 
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.errors import MmaprobeError
-from mmaprobe.models.formats import Format, get_format
+from mmaprobe.models.formats import Format, exact_zero_sign, get_format, round_increment
 
 BV = z3.BitVecRef
 BoolT = z3.BoolRef
@@ -124,20 +124,6 @@ def _shift_out(x: BV, s: BV) -> _Round:
     below = (rem & (hmask - 1) & mask) != 0
     below = z3.And(below, s != 0)
     return _Round(trunc, rem != 0, half, below)
-
-
-def _increment(r: _Round, mode: str, negative: BoolT) -> BoolT:
-    if mode == "rz" or mode == "ro":
-        return z3.BoolVal(False)
-    if mode == "rne":
-        return z3.And(r.half, z3.Or(r.below, _bit(r.trunc, 0)))
-    if mode == "rna":
-        return r.half
-    if mode == "ru":
-        return z3.And(r.nonzero, z3.Not(negative))
-    if mode == "rd":
-        return z3.And(r.nonzero, negative)
-    raise NotEncodable(f"rounding mode {mode!r}")
 
 
 # -- decoding --------------------------------------------------------------------------------
@@ -252,18 +238,17 @@ class Encoder:
 
     # -- the fused sum -----------------------------------------------------------------
     def fused_sum(self, terms: list[Num], static_zeros: int) -> tuple[BV, BV, BoolT, BoolT]:
-        """(signed total, exponent of its unit, any live term, all-zero-negative)."""
+        """(signed total, exponent of its unit, any live term, sign of an exact zero sum);
+        ``static_zeros`` +0 terms were dropped before encoding."""
         cfg, ew = self.cfg, self.ew
         F = cfg.frac_bits
         sticky = cfg.align_rounding == "rz_sticky"
-        if static_zeros:
-            neg = z3.BoolVal(False)
-        elif terms:
-            neg = z3.And([t.sign for t in terms])
-        else:
-            neg = z3.BoolVal(False)
+        signs = [t.sign for t in terms]
+        any_neg = z3.Or(signs) if signs else z3.BoolVal(False)
+        all_neg = z3.And(signs) if signs and not static_zeros else z3.BoolVal(False)
         if not terms:
-            return _val(0, 2), _val(0, ew), z3.BoolVal(False), neg
+            return (_val(0, 2), _val(0, ew), z3.BoolVal(False),
+                    exact_zero_sign(cfg.final_rounding, z3.BoolVal(False), any_neg, all_neg))
         low = _val(-(1 << (ew - 2)), ew)
         emax = _max([z3.If(t.live, t.exp, low) for t in terms])
         ws = F + 4 + int(sticky) + len(terms).bit_length() + 1
@@ -279,7 +264,8 @@ class Encoder:
             if sticky:
                 mag = _fit(ro.trunc, ws) * 2 + z3.If(ro.nonzero, _val(1, ws), _val(0, ws))
             else:
-                inc = _increment(ro, cfg.align_rounding, t.sign)
+                inc = round_increment(cfg.align_rounding, t.sign, _bit(ro.trunc, 0), ro.half,
+                                      ro.below)
                 mag = _fit(ro.trunc, ws) + z3.If(inc, _val(1, ws), _val(0, ws))
             total = total + z3.If(t.sign, -mag, mag)
         if cfg.carry_bits is not None:
@@ -291,7 +277,7 @@ class Encoder:
                 total = z3.If(neg_t, -wrapped, wrapped)
         unit = emax - (F + int(sticky))
         live = z3.Or([t.live for t in terms])
-        return total, unit, live, neg
+        return total, unit, live, exact_zero_sign(cfg.final_rounding, live, any_neg, all_neg)
 
     # -- rounding to a format ------------------------------------------------------------
     def round_to(self, fmt: Format, total: BV, unit: BV, mode: str, prec: int | None,
@@ -316,11 +302,8 @@ class Encoder:
         ro = _shift_out(mn, s)
         p1 = p + 1
         trunc = _fit(ro.trunc, p1)
-        if mode == "ro":
-            sig = z3.If(ro.nonzero, trunc | 1, trunc)
-        else:
-            inc = _increment(ro, mode, neg)
-            sig = trunc + z3.If(inc, _val(1, p1), _val(0, p1))
+        inc = round_increment(mode, neg, _bit(ro.trunc, 0), ro.half, ro.below)
+        sig = trunc + z3.If(inc, _val(1, p1), _val(0, p1))
         carry = _bit(sig, p)
         sig = z3.If(carry, z3.LShR(sig, 1), sig)
         e2 = z3.If(carry, e1 + 1, e1)
@@ -392,12 +375,8 @@ class Encoder:
             mag = _fit(ro.trunc | z3.If(ro.nonzero, _val(1, wr), _val(0, wr)), ws)
             total = total + z3.If(o.sign, -mag, mag)
         unit = emax - (g + 1)
-        all_zero = z3.And([z3.Not(o.live) for o in ops])
-        if mode == "rd":
-            zs_zero = z3.Or([o.sign for o in ops])
-        else:
-            zs_zero = z3.And([o.sign for o in ops])
-        zs = z3.If(all_zero, zs_zero, z3.BoolVal(mode == "rd"))
+        zs = exact_zero_sign(mode, z3.Or([o.live for o in ops]), z3.Or([o.sign for o in ops]),
+                             z3.And([o.sign for o in ops]))
         val = self.round_to(fout, total, unit, mode, None, "ieee", flush, zs)
         val = z3.If(infp, _val(fout.inf_bits(0), fout.width), val)
         val = z3.If(infn, _val(fout.inf_bits(1), fout.width), val)
@@ -426,8 +405,7 @@ class Encoder:
         nan, infp, infn = self._specials(live_prods + [cterm])
         mode = cfg.final_rounding
         terms = live_prods + [cterm]
-        total, unit, live, neg = self.fused_sum(terms, len(prods) - len(live_prods))
-        zs = z3.If(live, z3.BoolVal(mode == "rd"), neg)
+        total, unit, _, zs = self.fused_sum(terms, len(prods) - len(live_prods))
         d = self.round_to(fout, total, unit, mode, _prec(cfg.out_frac_bits), "inf",
                           "output" in cfg.flush, zs)
         d = z3.If(z3.Or(infp, infn), self.inf_out(fout, infn), d)
@@ -502,7 +480,7 @@ class Encoder:
         if cfg.algorithm in ("sfma", "gps"):
             d = self.sfma(a, b, c) if cfg.algorithm == "sfma" else self.gps(a, b, c)
             return z3.If(self.operand(self.fout, d).nan, self.nan_out(self.fout), d)
-        order = block_order(cfg)
+        order = cfg.block_order
         a, b = [a[i] for i in order], [b[i] for i in order]
         n = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
         late = cfg.c_placement == "late"
@@ -521,14 +499,6 @@ class Encoder:
             x = self.operand(fout, d)
             acc = z3.If(x.nan, self.nan_out(fout), d)
         return acc
-
-
-def block_order(cfg: AccumulatorConfig) -> list[int]:
-    """Product indices in block order: interleave='pairs' takes {0,1,4,5,..} then {2,3,6,7,..}."""
-    if cfg.interleave == "pairs":
-        return ([i for i in range(cfg.k) if (i // 2) % 2 == 0]
-                + [i for i in range(cfg.k) if (i // 2) % 2 == 1])
-    return list(range(cfg.k))
 
 
 def _prec(out_frac_bits: int | None) -> int | None:

@@ -19,9 +19,8 @@ def bits_of(fmt, x) -> int:
     """Exact value -> bit pattern (fails if not representable)."""
     if isinstance(x, str):
         return int(x, 16)
-    x = Fraction(x)
-    b = fmt.from_fraction(x)
-    assert fmt.to_fraction(b) == x, f"{x} not representable in {fmt.name}"
+    b = fmt.exact_bits(Fraction(x))
+    assert b is not None, f"{x} not representable in {fmt.name}"
     return b
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from fractions import Fraction
@@ -16,7 +17,7 @@ import yaml
 from mmaprobe.models.accumulator import evaluate
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.errors import InputError
-from mmaprobe.models.formats import Format, get_format
+from mmaprobe.models.formats import Format, FormatError, get_format
 from mmaprobe.models.presets import get_preset, list_presets
 from mmaprobe.models.reference import reference_dot
 
@@ -98,27 +99,55 @@ def config_from_args(args) -> tuple[str, AccumulatorConfig]:
     return args.config, AccumulatorConfig.load(args.config)
 
 
-def parse_value(text: str, fmt: Format, what: str) -> tuple[int, bool]:
-    """'0x3c00' -> bits; a decimal -> RNE bits. Returns (bits, was_rounded)."""
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d{1,12})?|[+-]?\d{1,400}/\d{1,400}")
+#: decimal exponents beyond this overflow or underflow every format anyway
+MAX_DECIMAL_EXPONENT = 2000
+
+
+def parse_value(text: str, fmt: Format, what: str) -> tuple[int, str | None]:
+    """A value given on the command line -> (bits, note).
+
+    '0x3c00' is a bit pattern (it must be one of fmt); 'inf', '-inf', 'nan' and decimals
+    ('1.5', '-2e-3', '3/4') are values, rounded to nearest-even when fmt does not hold them
+    exactly; the note then says what happened ('rounded to ...', 'overflows to inf').
+    """
     s = text.strip()
-    try:
-        if s.lower().startswith(("0x", "-0x")) and not s.startswith("-"):
+    low = s.lower()
+    if low.startswith("0x"):
+        try:
             bits = int(s, 16)
             fmt.decode(bits)
-            return bits, False
-        low = s.lower()
-        if low in ("inf", "+inf", "-inf", "nan"):
+        except (ValueError, FormatError):
+            raise InputError(f"{what}: {text!r} is not a {fmt.name} bit pattern (at most "
+                             f"{fmt.width} bits)") from None
+        return bits, None
+    if low in ("inf", "+inf", "-inf", "nan"):
+        try:
             if low == "nan":
-                return fmt.nan_bits(), False
-            return fmt.inf_bits(int(low.startswith("-"))), False
+                return fmt.nan_bits(), None
+            return fmt.inf_bits(int(low.startswith("-"))), None
+        except FormatError as e:
+            raise InputError(f"{what}: {e}") from None
+    if len(s) > 200 or not _DECIMAL.fullmatch(s):
+        raise InputError(f"{what}: cannot read {text!r} as a decimal number (e.g. 1.5, "
+                         f"-2e-3, 3/4), inf, nan or 0x bit pattern")
+    mant, _, exp = low.partition("e")
+    if exp and abs(int(exp)) > MAX_DECIMAL_EXPONENT:
+        raise InputError(f"{what}: exponent of {text!r} beyond +-{MAX_DECIMAL_EXPONENT}")
+    try:
         x = Fraction(s)
-    except (ValueError, ZeroDivisionError):
-        raise InputError(f"{what}: cannot read {text!r} as a decimal number or 0x bit "
-                         f"pattern") from None
+    except ZeroDivisionError:
+        raise InputError(f"{what}: {text!r} divides by zero") from None
     if s.startswith("-") and x == 0:
-        return fmt.zero_bits(1), False
+        return fmt.zero_bits(1), None
+    exact = fmt.exact_bits(x)
+    if exact is not None:
+        return exact, None
     bits = fmt.from_fraction(x, "rne")
-    return bits, fmt.decode(bits)[0] in ("finite", "zero") and fmt.to_fraction(bits) != x
+    cls = fmt.decode(bits)[0]
+    if cls in ("inf", "nan"):
+        return bits, f"{text} overflows {fmt.name} to {show(fmt, bits)}"
+    return bits, f"{text} rounded to {show(fmt, bits)}"
 
 
 def show(fmt: Format, bits: int) -> str:
@@ -159,18 +188,18 @@ def cmd_eval(args) -> int:
     if len(a_txt) != cfg.k or len(b_txt) != cfg.k:
         raise InputError(f"{name} has k={cfg.k}: --a and --b need {cfg.k} comma-separated "
                          f"values each, got {len(a_txt)} and {len(b_txt)}")
-    rounded = []
+    notes = []
     a, b = [], []
     for i, (x, y) in enumerate(zip(a_txt, b_txt)):
-        ba, ra = parse_value(x, fin, f"a{i}")
-        bb, rb = parse_value(y, fin, f"b{i}")
+        ba, na = parse_value(x, fin, f"a{i}")
+        bb, nb = parse_value(y, fin, f"b{i}")
         a.append(ba)
         b.append(bb)
-        rounded += [f"a{i}"] * ra + [f"b{i}"] * rb
-    c, rc = parse_value(args.c, fc, "c")
-    rounded += ["c"] * rc
-    if rounded:
-        print(f"note: rounded to nearest input value: {', '.join(rounded)}", file=sys.stderr)
+        notes += [f"a{i}: {na}"] * bool(na) + [f"b{i}: {nb}"] * bool(nb)
+    c, nc = parse_value(args.c, fc, "c")
+    notes += [f"c: {nc}"] * bool(nc)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     trace: list[str] | None = [] if args.explain else None
     d_ref = reference_dot(cfg, a, b, c, trace)
     d = int(evaluate(cfg, np.array([a], np.uint64), np.array([b], np.uint64),
