@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .config import AccumulatorConfig
-from .formats import Format, exact_zero_sign, get_format, round_increment
+from .formats import Format, decode_array, exact_zero_sign, get_format, round_increment
 from .reference import FDRDA_DOT_BITS, GFDRDA_C_RZ_BELOW
 from .reference import nan_bits as _nan_bits
 
@@ -114,8 +114,6 @@ def _pick(cond, x, y):
 
 def _decode(fmt: Format, bits, flush: bool):
     """(special, sign, sig, exp): special 0 finite/zero, 1 inf, 2 NaN; exp as in decode."""
-    from .formats import decode_array
-
     sign, sig, exp, special = decode_array(fmt, bits)
     if flush:
         sub = (special == 0) & (sig != 0) & (sig < (1 << fmt.t))

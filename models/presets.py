@@ -10,6 +10,7 @@ import yaml
 
 from .config import AccumulatorConfig, ConfigError
 from .errors import InputError
+from .formats import get_format
 
 ARCHITECTURES = {
     "V100": "NVIDIA Volta", "T4": "NVIDIA Turing", "A100": "NVIDIA Ampere",
@@ -74,8 +75,6 @@ def presets_with(fin: str, fc: str, fout: str, k: int) -> list[Preset]:
 def presets_for(device: str, in_format: str | None = None, out_format: str | None = None,
                 k: int | None = None) -> list[Preset]:
     """Presets of one device (case-insensitive), optionally filtered by formats and k."""
-    from .formats import get_format
-
     fin = get_format(in_format).name if in_format else None
     fout = get_format(out_format).name if out_format else None
     return [p for p in list_presets() if p.device.lower() == device.lower()

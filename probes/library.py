@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from mmaprobe.models.errors import InputError
-from mmaprobe.models.yamldoc import load_docs
+from mmaprobe.models.yamldoc import Doc, load_docs
 
 from .probe import Probe
 from .schema import parse_probe
@@ -37,6 +38,15 @@ def library_files(folder: str = "library") -> list[Path]:
 
 def load_text(text: str, name: str = "<text>") -> list[Probe]:
     return [parse_probe(d) for d in load_docs(name, text)]
+
+
+def probes_from_documents(documents: dict[str, Any], where: str) -> list[Probe]:
+    """Probes embedded as plain documents (id -> document), e.g. in a suite file; each
+    document is validated like a probe file, errors naming ``where`` and the probe id."""
+    out = []
+    for pid, data in documents.items():
+        out.append(parse_probe(Doc(data, f"{where} (probe {pid})", {})))
+    return out
 
 
 def suite_names() -> list[str]:

@@ -9,6 +9,8 @@ observed outputs of an instance to an outcome.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -101,6 +103,18 @@ class Probe:
     @property
     def file(self) -> str:
         return self.doc.file
+
+    @property
+    def document(self) -> Any:
+        """The probe's document as JSON data (mapping keys as strings): what a suite embeds,
+        and what parses back to this probe."""
+        return _json_data(self.doc.data)
+
+    @property
+    def digest(self) -> str:
+        """A content digest of the document: equal digests, same probe."""
+        text = json.dumps(self.document, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     # -- applicability ---------------------------------------------------------------
     def applies_to_formats(self, fin: str, fc: str, fout: str, k: int) -> bool:
@@ -256,6 +270,14 @@ def _show(x: Fraction) -> str:
     if x.denominator == 1 or x.numerator.bit_length() > 64:
         return str(x) if x.numerator.bit_length() < 64 else f"~{float(x):.6g}"
     return f"{x} (~{float(x):.6g})"
+
+
+def _json_data(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _json_data(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_json_data(v) for v in x]
+    return x
 
 
 def _entries(spec: Any) -> list[tuple[Any, Any]]:

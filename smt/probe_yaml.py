@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from mmaprobe.models.config import AccumulatorConfig
+from mmaprobe.models.formats import get_format
 
 from .synth import RobustProbe
 
@@ -31,8 +32,6 @@ def _value(v: Any) -> Any:
 def probe_document(probe: RobustProbe, cfg: AccumulatorConfig, space_id: str,
                    algorithms: list[str]) -> dict[str, Any]:
     """The YAML document (as a mapping) of a synthesised probe for cfg's formats and k."""
-    from mmaprobe.models.formats import get_format
-
     fin, fc = get_format(cfg.in_format), get_format(cfg.c_format)
     fout = get_format(cfg.out_format)
     vectors = []

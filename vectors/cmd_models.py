@@ -15,11 +15,16 @@ import numpy as np
 import yaml
 
 from mmaprobe.models.accumulator import evaluate
+from mmaprobe.models.bench import bench_model
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.errors import InputError
 from mmaprobe.models.formats import Format, FormatError, get_format
+from mmaprobe.models.gemm import gemm
 from mmaprobe.models.presets import get_preset, list_presets
 from mmaprobe.models.reference import reference_dot
+from mmaprobe.smt.bench import bench_smt
+
+from .validate import validate
 
 
 def default_hwdata() -> Path:
@@ -226,8 +231,6 @@ def cmd_eval(args) -> int:
 # -- validate -----------------------------------------------------------------------------
 
 def cmd_validate(args) -> int:
-    from .validate import validate
-
     root = Path(args.data_dir) if args.data_dir else default_hwdata()
     t0 = time.time()
     results = validate(root, args.gpu, args.limit, args.show,
@@ -280,8 +283,6 @@ def hazard_matrices(K: int = 8192):
 
 
 def cmd_gemm(args) -> int:
-    from mmaprobe.models.gemm import gemm
-
     name, cfg = config_from_args(args)
     if args.hazard:
         A, B, C = hazard_matrices()
@@ -309,8 +310,6 @@ BENCH_PRESETS = ["h100-fp16-fp32", "a100-bf16-fp32-k16"]
 
 
 def cmd_bench(args) -> int:
-    from mmaprobe.models.bench import bench_model
-
     names = args.preset or BENCH_PRESETS
     out = []
     for name in names:
@@ -322,8 +321,6 @@ def cmd_bench(args) -> int:
             print(f"{p.name:24s} {args.rows:>9d} rows  {r['seconds']:7.3f} s  "
                   f"{r['rows_per_s']:12.0f} dot products/s")
     if args.smt:
-        from mmaprobe.smt.bench import bench_smt
-
         say = (lambda m: print(m, file=sys.stderr)) if args.json else print
         out.append({"smt": bench_smt(out=say)})
     if args.json:

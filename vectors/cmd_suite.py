@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -16,7 +17,6 @@ from .devices import KINDS, device_from_args
 from .suite import SuiteOptions, build_suite
 from .suitefile import (
     Observed,
-    layout_paths,
     read_observed,
     read_suite,
     write_d_file,
@@ -97,8 +97,10 @@ def cmd_suite(args: argparse.Namespace) -> int:
     if args.layout == "matlab-tc":
         root = Path(args.layout_dir) if args.layout_dir else Path(args.output).with_suffix("")
         files = {n: str(p) for n, p in write_layout(root, args.gpu, suite).items() if n != "d"}
-        suite.meta["layout"] = {"kind": "matlab-tc", "root": str(root), "gpu": args.gpu,
-                                "files": files}
+        # file names relative to the suite, for the record; nothing ever writes by them
+        base = Path(args.output).resolve().parent
+        suite.meta["layout"] = {"kind": "matlab-tc", "gpu": args.gpu, "files": {
+            n: os.path.relpath(Path(p).resolve(), base) for n, p in files.items()}}
     write_suite(args.output, suite)
     st = suite.meta["generator"]["discrimination"]
     summary = {"suite": args.output, "vectors": suite.size,
@@ -132,17 +134,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         write_d_file(out, obs)
     else:
         write_observed(out, obs, suite)
-    lay = suite.meta.get("layout")
-    extra = ""
-    if lay and lay.get("kind") == "matlab-tc" and out.suffix != ".txt":
-        dpath = layout_paths(Path(lay["root"]), lay["gpu"], suite)["d"]
-        if dpath.parent.is_dir():
-            write_d_file(dpath, obs)
-            extra = f" and {dpath}"
     if args.json:
         print(json.dumps({"observed": str(out), "device": device, "vectors": suite.size}))
     else:
-        print(f"wrote {out}{extra}: {suite.size} outputs of {device}")
+        print(f"wrote {out}: {suite.size} outputs of {device}")
     return 0
 
 

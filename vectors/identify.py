@@ -27,6 +27,7 @@ from mmaprobe.models.split_search import RowPool, SplitSearch
 from mmaprobe.smt.distinguish import pair_solver
 
 from .infer import Inference, infer
+from .infer import report as infer_mod_report
 from .suitefile import Observed, Suite
 
 Device = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -151,6 +152,5 @@ def report(ident: Identification) -> str:
         L.append(f"- ... {len(ident.remaining) - 20} more")
     L += ["", "Matching presets: " + (", ".join(ident.presets) or "none")]
     if ident.inference is not None:
-        from .infer import report as infer_report
-        L += ["", infer_report(ident.inference)]
+        L += ["", infer_mod_report(ident.inference)]
     return "\n".join(L) + "\n"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,11 +29,15 @@ from mmaprobe.models.config import (
     AccumulatorConfig,
     ConfigError,
 )
-from mmaprobe.models.errors import MmaprobeError
+from mmaprobe.models.errors import InputError, MmaprobeError
+from mmaprobe.models.features import FEATURES, expression_bindings, feature_value
 from mmaprobe.models.formats import ROUNDING_MODES, get_format
 from mmaprobe.models.partition import outputs_matrix
 from mmaprobe.models.presets import presets_with
 from mmaprobe.models.space import CandidateSpace
+from mmaprobe.probes.decide import decide
+from mmaprobe.probes.library import library_files, load_probes, probes_from_documents
+from mmaprobe.probes.probe import Probe
 
 from .suitefile import Observed, Suite, hexbits
 
@@ -84,8 +87,6 @@ def _value(v: Any) -> Any:
 
 
 def _feature_table(cfgs: list[AccumulatorConfig]) -> dict[str, set[str]]:
-    from mmaprobe.models.features import FEATURES, feature_value
-
     out: dict[str, set[str]] = {}
     for f in FEATURES:
         out[f] = {repr(_value(feature_value(c, f))) for c in cfgs}
@@ -94,8 +95,6 @@ def _feature_table(cfgs: list[AccumulatorConfig]) -> dict[str, set[str]]:
 
 def _decided_features(space: CandidateSpace, O: np.ndarray, d: np.ndarray, consistent: list[int],
                       suite: Suite, probe_dec: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    from mmaprobe.models.features import FEATURES, feature_value
-
     cfgs = space.configs
     cons = [cfgs[i] for i in consistent]
     out: dict[str, dict[str, Any]] = {}
@@ -131,6 +130,27 @@ def _prov_brief(prov: dict[str, Any]) -> str:
     return str(prov.get("method", kind))
 
 
+def suite_probes_of(suite: Suite) -> dict[str, Probe]:
+    """The probes a suite was made with: the documents it embeds (validated like probe
+    files, and checked against the digests of its instance records), or, for a suite that
+    embeds none, the shipped library's probes of the same id and digest."""
+    where = suite.source
+    gen = suite.meta.get("generator", {}) if isinstance(suite.meta, dict) else {}
+    docs = gen.get("probes") if isinstance(gen, dict) else None
+    if not docs:
+        return {p.id: p for p in load_probes(library_files())}
+    if not isinstance(docs, dict):
+        raise InputError(f"{where}: generator.probes must map probe ids to documents")
+    probes = {p.id: p for p in probes_from_documents(docs, where)}
+    for r in gen.get("probe_instances", []):
+        p = probes.get(r.get("probe")) if isinstance(r, dict) else None
+        if p is not None and r.get("digest") != p.digest:
+            raise InputError(f"{where}: probe {p.id}: the embedded document's digest "
+                             f"{p.digest} is not the one its vectors were made with "
+                             f"({r.get('digest')}): the suite was edited")
+    return probes
+
+
 def probe_decisions(suite: Suite, d: np.ndarray, truth: AccumulatorConfig | None
                     ) -> list[dict[str, Any]]:
     """Decisions of the suite's probe instances on the observed outputs.
@@ -138,24 +158,16 @@ def probe_decisions(suite: Suite, d: np.ndarray, truth: AccumulatorConfig | None
     Instances of a probe that needs decided features are reported only when their bindings
     match ``truth`` (a consistent or closest candidate), as the pipeline would have chosen.
     """
-    from mmaprobe.models.features import expression_bindings, feature_value
-    from mmaprobe.probes.decide import decide
-    from mmaprobe.probes.library import library_files, load_probes
-
     recs = suite.meta.get("generator", {}).get("probe_instances", [])
     if not recs:
         return []
-    files = sorted({r["file"] for r in recs if Path(r.get("file", "")).is_file()})
-    try:
-        probes = {p.id: p for p in load_probes(files or [str(x) for x in library_files()])}
-    except MmaprobeError:
-        return []
+    probes = suite_probes_of(suite)
     index = {vid: i for i, vid in enumerate(suite.ids)}
     fout = get_format(suite.out_format)
     out = []
     for r in recs:
-        p = probes.get(r["probe"])
-        if p is None or any(v not in index for v in r["vectors"]):
+        p = probes.get(r.get("probe"))
+        if p is None or r.get("digest") != p.digest or any(v not in index for v in r["vectors"]):
             continue
         bnd = {k: int(v) for k, v in r.get("bindings", {}).items()}
         if bnd and truth is not None:

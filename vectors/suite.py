@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,12 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from mmaprobe.models.errors import MmaprobeError
+from mmaprobe.models.features import expression_bindings, feature_value
 from mmaprobe.models.formats import get_format
 from mmaprobe.models.partition import classes, outputs_matrix, refine, split_fields
 from mmaprobe.models.rows import issm_rows, pool_rows
 from mmaprobe.models.space import CandidateSpace
 from mmaprobe.models.split_search import RowPool, SplitSearch
+from mmaprobe.probes.library import library_files, load_probes
+from mmaprobe.probes.probe import InstantiationError
 from mmaprobe.smt.distinguish import pair_solver
 
 from .suitefile import Suite
@@ -94,29 +95,19 @@ def pipeline_order(probes: list[Any]) -> list[Any]:
 
 
 def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
-                  max_bindings: int = 16) -> list[dict[str, Any]]:
-    """Instantiate applicable probes into bld; returns the instance records for infer."""
-    from mmaprobe.models.features import expression_bindings, feature_value
-    from mmaprobe.probes.library import library_files, load_probes
-    from mmaprobe.probes.probe import InstantiationError
+                  max_bindings: int = 16) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Instantiate applicable probes into bld.
 
+    Returns the instance records (probe id and digest, bindings, vector ids) and the
+    documents of the probes used, which the suite embeds so that ``infer`` decides with
+    exactly these probes on any machine.
+    """
     sp = bld.space
     paths = files if files is not None else [str(p) for p in library_files("library")]
-    if not paths:
-        notes.append("probe library is empty: no probe vectors")
-        return []
-    try:
-        loaded = load_probes(paths)
-    except MmaprobeError as e:
-        if files is not None:
-            raise
-        # the shipped library is broken (being edited?): say so, build the rest of the suite
-        notes.append(f"probe library not loaded, no probe vectors: {e}")
-        print(f"mmaprobe suite: warning: probe library not loaded: {e}", file=sys.stderr)
-        return []
-    probes = [p for p in loaded
+    probes = [p for p in load_probes(paths)
               if p.applies_to_formats(sp.in_format, sp.c_format, sp.out_format, sp.k)]
     records = []
+    documents: dict[str, Any] = {}
     for p in pipeline_order(probes):
         bindings: list[dict[str, int]] = []
         for cfg in sp.configs:
@@ -155,9 +146,10 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
                     prov["bindings"] = dict(bnd)
                 bld.add(vid, inst.a[r], inst.b[r], inst.c[r], prov)
                 vids.append(vid)
-            records.append({"probe": p.id, "file": p.file, "feature": p.feature,
+            documents[p.id] = p.document
+            records.append({"probe": p.id, "digest": p.digest, "feature": p.feature,
                             "bindings": dict(bnd), "vectors": vids})
-    return records
+    return records, documents
 
 
 # -- discriminators -----------------------------------------------------------------------------
@@ -228,7 +220,7 @@ def build_suite(space: CandidateSpace, opts: SuiteOptions, progress: Progress = 
     rng = np.random.default_rng(opts.seed)
     bld = _Builder(space)
     notes: list[str] = []
-    records = probe_vectors(bld, opts.probe_files, notes)
+    records, documents = probe_vectors(bld, opts.probe_files, notes)
     n_probe = len(bld.ids)
     ref = space.configs[0]
     if opts.random:
@@ -244,6 +236,7 @@ def build_suite(space: CandidateSpace, opts: SuiteOptions, progress: Progress = 
             "generator": {"tool": "mmaprobe suite", "seed": opts.seed, "random": opts.random,
                           "pool": opts.pool, "smt_seconds": opts.smt_seconds,
                           "probe_vectors": n_probe, "probe_instances": records,
+                          "probes": documents,
                           "discrimination": stats, "notes": notes,
                           "seconds": round(time.monotonic() - t0, 2)}}
     fin = get_format(space.in_format)

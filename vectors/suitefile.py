@@ -45,6 +45,7 @@ class Suite:
     c: np.ndarray  # uint64 (N,)
     provenance: list[dict[str, Any]]
     meta: dict[str, Any] = field(default_factory=dict)
+    source: str = "suite"  # the file it was read from, for messages
 
     @property
     def size(self) -> int:
@@ -181,7 +182,7 @@ def read_suite(path: str | Path) -> Suite:
         ids.append(vid)
         prov.append(v.get("provenance", {}) if isinstance(v.get("provenance"), dict) else {})
     meta = {key: data[key] for key in ("space", "generator", "layout") if key in data}
-    suite = Suite(fin_n, fc_n, fout_n, k, ids, a, b, c, prov, meta)
+    suite = Suite(fin_n, fc_n, fout_n, k, ids, a, b, c, prov, meta, str(p))
     dg = data.get("digest")
     if dg is not None and dg != suite.digest():
         raise InputError(f"{p}: digest {dg} does not match the vectors ({suite.digest()}): "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -34,9 +35,11 @@ def test_round_trip_and_d_file(files, capsys):
     assert main(["infer", str(s), str(o), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert "v100-fp16-fp32" in out["matching_presets"]
-    # the matlab-tc d-file written by run is accepted as observed outputs too
+    # a matlab-tc d-file written by run -o is accepted as observed outputs too; run writes
+    # nowhere but -o (the suite's layout record never chooses where)
     dfile = d / "s" / "V100" / "fp16" / "d_V100_fp32.txt"
-    assert dfile.is_file()
+    assert not dfile.exists()
+    assert main(["run", str(s), "--preset", "v100-fp16-fp32", "-o", str(dfile)]) == 0
     assert main(["infer", str(s), str(dfile), "--report", str(d / "r.md")]) == 0
     assert "v100-fp16-fp32" in (d / "r.md").read_text()
 
@@ -115,3 +118,28 @@ def test_run_shape_mismatch_and_bad_device(files, tmp_path, capsys):
     _fail(["identify", "--device", "h100-fp16-fp32"], capsys, "preset:NAME")
     _fail(["suite", "--in", "binary17", "--out", "binary32", "--k", "4", "-o",
            str(tmp_path / "y.json")], capsys, "binary17")
+
+
+def test_suite_is_self_contained(files, tmp_path, monkeypatch, capsys):
+    """A suite carries its probes (documents and digests), never a path of the machine that
+    made it: infer elsewhere gives the same answer; an edited embedded probe is refused."""
+    d, s, o = files
+    text = s.read_text()
+    assert str(d) not in text and str(Path.cwd()) not in text
+    data = json.loads(text)
+    gen = data["generator"]
+    assert gen["probes"] and all("file" not in r for r in gen["probe_instances"])
+    assert main(["infer", str(s), str(o), "--json"]) == 0
+    here = json.loads(capsys.readouterr().out)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "s.json").write_text(text)
+    (other / "o.json").write_text(o.read_text())
+    monkeypatch.chdir(other)
+    assert main(["infer", "s.json", "o.json", "--json"]) == 0
+    there = json.loads(capsys.readouterr().out)
+    assert there["decided"] == here["decided"] and there["consistent"] == here["consistent"]
+    pid = next(iter(gen["probes"]))
+    gen["probes"][pid]["title"] = "edited"
+    (other / "s.json").write_text(json.dumps(data))
+    _fail(["infer", "s.json", "o.json"], capsys, "s.json", pid, "edited")
