@@ -2,16 +2,16 @@
 
 A configuration says how a matrix unit computes one output element
 ``d = c + sum_i a_i * b_i`` of one instruction (K products).  Field names are the project's
-vocabulary (shared/DESIGN.md); probes decide them, the numpy model and the z3 encoding
-evaluate them, presets fix them per device.
+vocabulary (README, "The accumulator configuration"); probes decide them, the numpy model
+and the z3 encoding evaluate them, presets fix them per device.
 
 algorithm
-    'fused'  fused dot-add blocks (seed 002 FDA, chained blocks = CoFDA; seed 000 Table II).
-    'fdrda'  AMD CDNA3 fused-dot-round-down-add (seed 002 FDRDA/CoFDRDA; with
+    'fused'  fused dot-add blocks ([XWYY25] FDA, chained blocks = CoFDA; [KM25] Table II).
+    'fdrda'  AMD CDNA3 fused-dot-round-down-add ([XWYY25] FDRDA/CoFDRDA; with
              interleave='even_odd' the fp8 GFDRDA/CoGFDRDA).
     'sfma'   sequential IEEE fused multiply-adds, d = fma(a_k, b_k, ... fma(a_0, b_0, c)),
-             in the output format (seed 002 SFMA; seed 000 IV-A2 fp64 order).
-    'gps'    AMD CDNA2 group-pairwise-sum with IEEE binary32 operations (seed 002 GPS);
+             in the output format ([XWYY25] SFMA; [KM25] Sec. IV-A2 fp64 order).
+    'gps'    AMD CDNA2 group-pairwise-sum with IEEE binary32 operations ([XWYY25] GPS);
              nfma is the group size G.
 nfma
     products fused before one normalisation and rounding; the K products form K/nfma
@@ -22,11 +22,11 @@ neab
     Hopper/Ada fp8 -10).
 product_normalisation
     'denormalised': a product is aligned with exponent e_a + e_b and a significand in
-    [0, 4) (two integer bits, seed 000 IV-A1); 'normalised': exponent floor(log2 |p|).
+    [0, 4) (two integer bits, [KM25] Sec. IV-A1); 'normalised': exponent floor(log2 |p|).
 align_rounding
     what happens to bits shifted out at alignment: 'rz' truncation of the magnitude, 'rd'
     truncation in two's complement, 'rne', or 'rz_sticky' (truncate, plus one sticky bit
-    below the F fraction bits, seed 000 IV-C stkbitenabled).
+    below the F fraction bits, [KM25] Sec. IV-C stkbitenabled).
 carry_bits
     bits above the two integer bits of the fixed-point sum; a sum that needs more wraps
     (sign-magnitude).  None: unbounded.
@@ -34,16 +34,16 @@ c_placement
     'early': c is the accumulator of the first block, aligned and summed with its products;
     'late': the blocks are chained from a zero accumulator and c is added to the last
     block's output by one IEEE addition in the output format, rounded with late_rounding
-    (seed 000 Table II, fp8 via mma.sync).
+    ([KM25] Table II, fp8 via mma.sync).
 interleave
-    'none'; 'pairs' (H100/B200 fp8 via mma.sync, seed 000 IV-A5): alternating pairs of
+    'none'; 'pairs' (H100/B200 fp8 via mma.sync, [KM25] Sec. IV-A5): alternating pairs of
     products form two groups, {0,1,4,5,...} and {2,3,6,7,...}, taken as two chained blocks
     of k/2 (nfma = k/2); 'even_odd' (CDNA3 fp8 GFDRDA): even and odd products are fused
-    separately inside each block, then combined (seed 002 IV-H).
+    separately inside each block, then combined ([XWYY25] Sec. IV-H).
 final_rounding, out_frac_bits
     rounding of the fused sum to the output format, optionally at a reduced number of
     fraction bits (13 on Ada QMMA / Hopper QGMMA fp8).  A fused or fdrda result of
-    magnitude >= 2**(emax+1) after rounding is infinite in every mode (seed 002 FDA step 5);
+    magnitude >= 2**(emax+1) after rounding is infinite in every mode ([XWYY25] FDA step 5);
     the IEEE operations (late c, sfma, gps) overflow as IEEE 754 says for their mode.
 late_rounding
     rounding of the late addition of c (c_placement='late').
@@ -54,7 +54,7 @@ nan
     'canonical': NVIDIA's canonical NaN (0x7fffffff for binary32, 0x7fff for binary16);
     'ieee': the format's default quiet NaN.
 product_overflow
-    products of magnitude >= 2**128 become infinities (CDNA3, seed 002 FDRDA step 2).
+    products of magnitude >= 2**128 become infinities (CDNA3, [XWYY25] FDRDA step 2).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ INTERLEAVES = ("none", "pairs", "even_odd")
 FLUSH_STAGES = ("inputs", "products", "sums", "output")
 NAN_STYLES = ("canonical", "ieee")
 
-#: binary32's fraction bits; neab counts alignment bits beyond these (seed 000 Sec. II).
+#: binary32's fraction bits; neab counts alignment bits beyond these ([KM25] Sec. II).
 ACC_FRACTION_BITS = 23
 
 

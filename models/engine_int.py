@@ -146,7 +146,7 @@ def _products(cfg: AccumulatorConfig, fin: Format, a, b, dt):
 
 
 def _special_rows(spec, sign, cspec, csign):
-    """FDA step 1 (seed 002 Sec. IV-A): NaN wins, +inf with -inf is NaN, else the infinity."""
+    """FDA step 1 ([XWYY25] Sec. IV-A): NaN wins, +inf with -inf is NaN, else the infinity."""
     pos = ((spec == 1) & (sign == 0)).any(1) | ((cspec == 1) & (csign == 0))
     neg = ((spec == 1) & (sign == 1)).any(1) | ((cspec == 1) & (csign == 1))
     nan = (spec == 2).any(1) | (cspec == 2) | (pos & neg)
@@ -375,7 +375,7 @@ def _apply_specials(cfg, fout, d, nan, inf, inf_neg):
 
 
 def _fdrda_block(cfg, fin, a, b, acc) -> np.ndarray:
-    """CDNA3 FDRDA / GFDRDA (seed 002, Sec. IV-F and IV-H; reference._fdrda_block)."""
+    """CDNA3 FDRDA / GFDRDA ([XWYY25], Sec. IV-F and IV-H; reference._fdrda_block)."""
     dt = int_dtype(cfg)
     F = cfg.frac_bits
     pspec, psign, psig, plsb, pexp = _products(cfg, fin, a, b, dt)
@@ -425,7 +425,7 @@ def _fdrda_block(cfg, fin, a, b, acc) -> np.ndarray:
 
 
 def _sfma(cfg, a, b, c) -> np.ndarray:
-    """Sequential IEEE fused multiply-adds in the output format (seed 002 SFMA)."""
+    """Sequential IEEE fused multiply-adds in the output format ([XWYY25] SFMA)."""
     dt = int_dtype(cfg)
     fin, fout = get_format(cfg.in_format), get_format(cfg.out_format)
     acc, acc_fmt = c, get_format(cfg.c_format)
@@ -444,7 +444,7 @@ _PLAIN = AccumulatorConfig(in_format="binary16", k=1)
 
 
 def _gps(cfg, a, b, c) -> np.ndarray:
-    """CDNA2 group-pairwise-sum, binary32 RNE with flushes (seed 002, Alg. 2 and 3)."""
+    """CDNA2 group-pairwise-sum, binary32 RNE with flushes ([XWYY25], Alg. 2 and 3)."""
     dt = int_dtype(cfg)
     fin = get_format(cfg.in_format)
     plain = _PLAIN.replace(in_format=fin.name, k=1, flush=("inputs",))

@@ -31,7 +31,7 @@ def _out_t(cfg: AccumulatorConfig) -> int:
 
 
 def _monotone(cfg: AccumulatorConfig) -> bool:
-    # Fasi et al. (seed 001, Sec. 4.5): truncating alignment to the largest exponent of a
+    # Fasi et al. ([FHMP21], Sec. 4.5): truncating alignment to the largest exponent of a
     # fused block is not monotonic: raising one addend can shift the others out.
     if cfg.algorithm in ("sfma", "gps"):
         return True
@@ -50,7 +50,7 @@ DERIVED: dict[str, Callable[[AccumulatorConfig], Any]] = {
     "product_exact": lambda cfg: True,
     "monotone": _monotone,
     "sticky": lambda cfg: cfg.align_rounding == "rz_sticky",
-    # FDA step 1 (seed 002 Sec. III): NaN wins, inf - inf and 0 * inf give NaN, an infinity
+    # FDA step 1 ([XWYY25] Sec. III): NaN wins, inf - inf and 0 * inf give NaN, an infinity
     # propagates with its sign.  Every engine of the model does this.
     "specials": lambda cfg: "ieee",
 }

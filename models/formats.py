@@ -167,7 +167,7 @@ class Format:
             raise FormatError(f"bit pattern {bits:#x} does not fit {self.name}")
         bits >>= self.pad
         if self.kind == "ue4m3":
-            bits &= 0x7F  # the top bit is ignored (seed 002, GDFS step 0)
+            bits &= 0x7F  # the top bit is ignored ([XWYY25], GDFS step 0)
         sign = (bits >> (self.bits - 1)) & 1 if self.signed else 0
         efield = (bits >> self.t) & ((1 << self.ebits) - 1)
         frac = bits & ((1 << self.t) - 1)

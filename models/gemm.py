@@ -7,7 +7,7 @@ Two accumulation schemes:
     steps of k (each step's output is the next step's c); alpha and beta are applied
     afterwards in binary32: D = fl(fl(alpha * AB) + fl(beta * C)).  This is how a
     GEMM with a separate epilogue runs, and it is the scheme that reproduces all three
-    published values of the seed 004 Sec. V porting hazard (0 on V100 and A100, 191.875
+    published values of the [FTTN24] Sec. V porting hazard (0 on V100 and A100, 191.875
     on H100): the large product 2^20 fixes the alignment exponent of every later block,
     so the small products survive only where the unit keeps enough fraction bits.
 'c_first'

@@ -16,16 +16,14 @@ which vocabulary is missing (``b_format``, ``block_scale``, ``other``);
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from .config import AccumulatorConfig, ConfigError
 from .errors import InputError
 from .formats import FormatError, get_format
 from .presets import ARCHITECTURES
+from .yamldoc import load_doc
 
 SOURCES = ("[XWYY25] Table III", "[XWYY25] Table IV", "[XWYY25] ISA table",
            "[KM25] Table II", "[KM25] Table II note")
@@ -94,31 +92,21 @@ class NotExpressible(Exception):
 
 
 def default_path() -> Path:
-    return Path(str(resources.files("mmaprobe.models").joinpath("instructions.yaml")))
+    return Path(__file__).resolve().parent / "instructions.yaml"
 
 
 def load_rows(path: str | Path | None = None) -> list[InstructionRow]:
     """Every row of the table file, checked; InputError names file:line: field."""
     path = Path(path) if path is not None else default_path()
     name = path.name
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise InputError(f"{path}: cannot read the instruction table: {e.strerror}") from None
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{name}:{mark.line + 1}" if mark else name
-        raise InputError(f"{where}: malformed YAML: {getattr(e, 'problem', None) or e}") from None
+    doc = load_doc(path, "instruction table")
+    data = doc.data
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
         raise InputError(f"{name}:1: rows: expected a mapping with a list 'rows'")
-    rows_node = next(v for k, v in root.value if k.value == "rows")
     rows = []
-    for node, raw in zip(rows_node.value, data["rows"]):
-        lines = {k.value: k.start_mark.line + 1 for k, _ in getattr(node, "value", [])}
-        rows.append(_check_row(raw, name, node.start_mark.line + 1, lines))
+    for i, raw in enumerate(data["rows"]):
+        lines = {k: doc.line(("rows", i, k)) for k in raw} if isinstance(raw, dict) else {}
+        rows.append(_check_row(raw, name, doc.line(("rows", i)), lines))
     return rows
 
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
-
-import yaml
+from pathlib import Path
 
 from .config import AccumulatorConfig, ConfigError
 from .errors import InputError
 from .formats import get_format
+from .yamldoc import load_doc
+
+PRESETS_FILE = Path(__file__).resolve().parent / "presets.yaml"
 
 ARCHITECTURES = {
     "V100": "NVIDIA Volta", "T4": "NVIDIA Turing", "A100": "NVIDIA Ampere",
@@ -37,11 +38,10 @@ class Preset:
 
 @cache
 def _load() -> dict[str, Preset]:
-    text = resources.files("mmaprobe.models").joinpath("presets.yaml").read_text()
-    data = yaml.safe_load(text)
+    doc = load_doc(PRESETS_FILE, "device presets")
     presets: dict[str, Preset] = {}
-    for i, entry in enumerate(data["entries"]):
-        where = f"presets.yaml entry {i} ({entry.get('suffix')})"
+    for i, entry in enumerate(doc.data["entries"]):
+        where = f"presets.yaml:{doc.line(('entries', i))} ({entry.get('suffix')})"
         try:
             cfg = AccumulatorConfig.from_dict(entry["config"], where)
         except ConfigError as e:  # a broken shipped preset is a bug, say where

@@ -22,7 +22,7 @@ from .formats import (
 )
 
 #: CDNA3 FDRDA: the dot product is rounded down at 31 fraction bits when c is added
-#: (seed 002, Sec. IV-F step 6).
+#: ([XWYY25], Sec. IV-F step 6).
 FDRDA_DOT_BITS = 31
 #: CDNA3 GFDRDA: c is rounded toward zero, not down, when e_c < e_max - 25 (IV-H step 8).
 GFDRDA_C_RZ_BELOW = 25
@@ -66,7 +66,7 @@ def _floor_log2(x: Fraction) -> int:
 
 def nan_bits(cfg: AccumulatorConfig, fmt: Format) -> int:
     if cfg.nan == "canonical":
-        # NVIDIA's canonical NaN: all ones but the sign (seed 002, FDA step 1).
+        # NVIDIA's canonical NaN: all ones but the sign ([XWYY25], FDA step 1).
         return (1 << (fmt.bits - 1)) - 1
     return fmt.nan_bits()
 
@@ -136,7 +136,7 @@ def _c_term(cfg, fmt: Format, bits: int, trace, flush: bool) -> Term | tuple:
 
 
 def _specials(items: list) -> None:
-    """FDA step 1 (seed 002): NaN wins; +inf with -inf is NaN; else the infinity."""
+    """FDA step 1 ([XWYY25]): NaN wins; +inf with -inf is NaN; else the infinity."""
     kinds = [x for x in items if isinstance(x, tuple)]
     if not kinds:
         return
@@ -250,7 +250,7 @@ def _fused_block(cfg, fin, fout, acc_fmt, a, b, acc_bits, base, trace, first) ->
 
 
 def _fdrda_block(cfg, fin, a, b, acc_bits, base, trace, first) -> int:
-    """CDNA3 FDRDA / GFDRDA (seed 002, Sec. IV-F and IV-H)."""
+    """CDNA3 FDRDA / GFDRDA ([XWYY25], Sec. IV-F and IV-H)."""
     fout = BINARY32
     prods = _products(cfg, fin, a, b, base, trace)
     cterm = _c_term(cfg, BINARY32, acc_bits, trace, "inputs" in cfg.flush)
@@ -373,7 +373,7 @@ def _sfma(cfg, fin, fc, fout, a, b, c, trace) -> int:
 
 
 def _gps(cfg, fin, a, b, c, trace) -> int:
-    """CDNA2 group-pairwise-sum with sign-preserving flushes (seed 002, Alg. 2 and 3)."""
+    """CDNA2 group-pairwise-sum with sign-preserving flushes ([XWYY25], Alg. 2 and 3)."""
     f32, mode = BINARY32, "rne"
 
     def flush_in(fmt, bits):

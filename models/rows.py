@@ -4,7 +4,7 @@ Targeted rows put one large term (c or a product) and small terms a chosen numbe
 below it, with random signs and short significands, so that the outputs expose the alignment
 width (neab), the rounding of shifted-out bits, block boundaries (nfma), the final rounding,
 c placement and carries; special rows add same-sign large sums (carries, overflow), tiny
-values (flushing) and NaN/inf (specials).  Random rows follow seed 000's ISSM: normal values
+values (flushing) and NaN/inf (specials).  Random rows follow [KM25]'s ISSM: normal values
 and a Schryer-style edge mix (models.sampling).
 """
 

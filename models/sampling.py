@@ -34,7 +34,7 @@ def random_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator,
     rng : numpy.random.Generator
         Source of randomness (the caller owns the seed).
     kind : {'normal', 'bits', 'edge'}
-        'normal': standard normal values rounded to nearest-even to the format (seed 000);
+        'normal': standard normal values rounded to nearest-even to the format ([KM25]);
         'bits': uniform random bit patterns (specials included);
         'edge': a Schryer-style mix of zeros of both signs, extreme subnormals and normals,
         1 +- ulp, powers of two across the exponent range, rare infinities/NaNs, and

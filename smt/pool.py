@@ -11,7 +11,7 @@ values.  The pool has two parts:
   (rounding ties, half units), a second small term, products or c as the cancelling term,
   positions at block and pair boundaries;
 - the discriminator pool of ``vectors.rows.pool_rows`` (targeted alignment rows plus
-  seed 000's ISSM normal and edge rows).
+  [KM25]'s ISSM normal and edge rows).
 
 Every row is made to respect the input constraints (fixed zeros and signs imposed, rows
 violating finite/normal/exponent range dropped: ``admissible``).

@@ -1,4 +1,4 @@
-"""The ``mmaprobe`` command line: one subcommand per flow (shared/DESIGN.md, "Flows").
+"""The ``mmaprobe`` command line: one subcommand per flow (README, "Commands").
 
 Each command module defines ``register(subparsers)``; a registered command stores its
 handler as ``func`` and returns an exit code: 0 ok, 1 check failed or mismatch found,

@@ -77,7 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ab_first: unit sums A*B, alpha/beta applied after in binary32 "
                         "(default); c_first: beta*C is the unit's first accumulator")
     p.add_argument("--hazard", action="store_true",
-                   help="run the seed 004 Sec. V porting-hazard matrices (m=n=k=8192)")
+                   help="run the [FTTN24] Sec. V porting-hazard matrices (m=n=k=8192)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_gemm)
 
@@ -297,7 +297,7 @@ def cmd_gemm(args) -> int:
         print(json.dumps({"config": name, "scheme": args.scheme, "D": D.tolist()}))
     else:
         if args.hazard:
-            print(f"seed 004 Sec. V hazard on {name} ({args.scheme}): D_ij = {float(D[0, 0])!r} "
+            print(f"[FTTN24] Sec. V hazard on {name} ({args.scheme}): D_ij = {float(D[0, 0])!r} "
                   f"(published: 0 on V100 and A100, 191.875 on H100; exact 191.984375)")
         else:
             np.savetxt(sys.stdout, D, fmt="%.9g")

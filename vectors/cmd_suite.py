@@ -1,4 +1,4 @@
-"""Commands on test-vector suites: suite, run, infer, identify (issue 5)."""
+"""Commands on test-vector suites: suite, run, infer, identify."""
 
 from __future__ import annotations
 

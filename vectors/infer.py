@@ -4,7 +4,7 @@ Every candidate is evaluated on the whole suite (one vectorised model call per c
 the consistent ones are those matching every observed output.  Features on which all of
 them agree are decided (with the probe, or else the vector, that ruled out the other
 values).  When none is consistent, the closest candidates are reported with the vectors that
-rule them out, and the refinement loop of seed 000's Algorithm 1 is run automatically: each
+rule them out, and the refinement loop of [KM25]'s Algorithm 1 is run automatically: each
 feature of a closest candidate is changed, one at a time, to every value of its domain, and
 the changes that explain more of the mismatching vectors are reported (the features those
 vectors implicate) -- including values the space lacks.

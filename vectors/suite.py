@@ -5,7 +5,7 @@
 1. every applicable library probe, instantiated in pipeline order (a probe that requires
    decided features is instantiated once per distinct binding of those features across the
    candidate space, since the device's values are not known yet);
-2. random rows (seed 000's ISSM: normal-distribution inputs plus a Schryer-style edge mix);
+2. random rows ([KM25]'s ISSM: normal-distribution inputs plus a Schryer-style edge mix);
 3. discriminators: rows chosen greedily from a model-evaluated pool of targeted rows to split
    the candidate space as finely as possible, then, for classes still together, vectors
    synthesised by the SMT engine (``smt.synth.distinguish``, time-bounded) or, where the
@@ -227,7 +227,7 @@ def build_suite(space: CandidateSpace, opts: SuiteOptions, progress: Progress = 
         (ra, rb, rc), kinds = issm_rows(ref, opts.random, rng)
         for i in range(opts.random):
             bld.add(f"random.{kinds[i]}.{i:04d}", ra[i], rb[i], int(rc[i]),
-                    {"kind": "random", "method": f"ISSM {kinds[i]} (seed 000 Sec. III-B)",
+                    {"kind": "random", "method": f"ISSM {kinds[i]} ([KM25] Sec. III-B)",
                      "seed": opts.seed})
     stats = discriminate(bld, opts, rng, notes, progress)
     a, b, c = bld.arrays()

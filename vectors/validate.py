@@ -37,10 +37,10 @@ class Result:
 def recorded_with_mma_sync(gpu: str, in_format: str, out_format: str) -> bool:
     """The dataset's fp8 -> fp16 rows come from mma.sync m16n8k32 (its CUDA source
     mma_fp8_output_fp16.cu), not wgmma: on Hopper that is two chained fp16 HMMAs over
-    interleaved pairs with c added last (seed 000 Sec. IV-A5)."""
+    interleaved pairs with c added last ([KM25] Sec. IV-A5)."""
     if in_format not in FP8:
         return False
-    if gpu.upper() == "B200":  # seed 000 IV-A6: B200 fp8 was tested only through mma
+    if gpu.upper() == "B200":  # [KM25] Sec. IV-A6: B200 fp8 was tested only through mma
         return True
     return out_format == "binary16" and gpu.upper() in ("H100", "H200")
 

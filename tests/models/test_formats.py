@@ -1,4 +1,4 @@
-"""Formats: exhaustive round trips, named constants (seed 000 Table I, seed 001 Table 3),
+"""Formats: exhaustive round trips, named constants ([KM25] Table I, [FHMP21] Table 3),
 rounding in every mode against a brute-force definition."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def test_exhaustive_round_trip(fmt):
             assert fmt.has_inf and fmt.inf_bits(s) == bits
 
 
-TABLE_I = {  # seed 000 Table I: precision, min normal, max
+TABLE_I = {  # [KM25] Table I: precision, min normal, max
     "binary64": (53, F(2) ** -1022, None), "binary32": (24, F(2) ** -126, None),
     "tf32": (11, F(2) ** -126, None), "bfloat16": (8, F(2) ** -126, None),
     "binary16": (11, F(2) ** -14, 65504), "e4m3": (4, F(2) ** -6, 448),

@@ -1,4 +1,4 @@
-"""Probe language, schema, checker, authentication (seed 000 Sec. V-A) and presets."""
+"""Probe language, schema, checker, authentication ([KM25] Sec. V-A) and presets."""
 
 from __future__ import annotations
 

@@ -173,7 +173,7 @@ def test_bad_sweeps_fail_at_instantiation(sweep: str, msg: str) -> None:
 
 
 def test_unrepresentable_instantiation_names_probe_format_term() -> None:
-    # seed 000's interleaving walk uses 2^-24 = 2^-12 * 2^-12: not an e4m3 product
+    # [KM25]'s interleaving walk uses 2^-24 = 2^-12 * 2^-12: not an e4m3 product
     from mmaprobe.probes.library import suite_probes
 
     (p,) = [p for p in suite_probes("khattak2025") if p.id == "km-interleave-walk"]

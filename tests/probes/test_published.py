@@ -1,6 +1,6 @@
 """Published suites (Fasi et al. 2021, Khattak & Mikaitis 2025): each test reproduces its
 paper's conclusion on the device it was written for, and authentication finds the flaws
-seed 000 Sec. V-A describes and the ones our spaces expose."""
+[KM25] Sec. V-A describes and the ones our spaces expose."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ def _results(suite: str, *cfgs: AccumulatorConfig) -> dict:
 
 
 def test_suites_load_and_cite_their_source() -> None:
-    for suite, prefix, cite in (("fasi2021", "fasi-", "Fasi et al. 2021 (seed 001)"),
-                                ("khattak2025", "km-", "Khattak & Mikaitis 2025 (seed 000)")):
+    for suite, prefix, cite in (("fasi2021", "fasi-", "Fasi et al. 2021 ([FHMP21])"),
+                                ("khattak2025", "km-", "Khattak & Mikaitis 2025 ([KM25])")):
         probes = suite_probes(suite)
         assert len(probes) >= 9
         for p in probes:
@@ -61,12 +61,12 @@ def test_khattak_reproduces_its_device_conclusions(test_id: str, preset: str) ->
 
 
 def test_known_flaws_are_found() -> None:
-    # seed 000 IV-A2: the A100 denormalised-products vector needs neab = 1; on V100 (neab 0)
+    # [KM25] Sec. IV-A2: the A100 denormalised-products vector needs neab = 1; on V100 (neab 0)
     # it concludes 'normalised'
     r = _results("khattak2025", get_preset("v100-fp16-fp32").config)
     assert r["km-denormalised-products-a100"].wrong == 1
     # Fasi's rounding test on a neab = 1 unit with final RNE sees RZ (the FTTN flaw of
-    # seed 000 Sec. V-A, shared by the first suite)
+    # [KM25] Sec. V-A, shared by the first suite)
     cfg = AccumulatorConfig(in_format="binary16", k=8, neab=1, final_rounding="rne")
     r = _results("fasi2021", cfg)
     assert r["fasi-rounding"].counterexamples[0]["decided"] == "rz"

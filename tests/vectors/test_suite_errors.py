@@ -1,4 +1,4 @@
-"""Bad suite / observed input: clear errors naming file and entry, exit code 2 (issue 5)."""
+"""Bad suite / observed input: clear errors naming file and entry, exit code 2."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""suite + run + infer and identify on presets as virtual devices (issue 5)."""
+"""suite + run + infer and identify on presets as virtual devices."""
 
 from __future__ import annotations
 
