@@ -139,6 +139,22 @@ def field_problem(name: str, value: Any) -> str | None:
 
 @dataclass(frozen=True)
 class AccumulatorConfig:
+    """How a matrix unit computes one output element (the fields: module docstring).
+
+    Frozen and canonical: equal configurations compare (and hash) equal, so sets and
+    dictionaries of configurations work; ``replace`` makes a variant.
+
+    >>> cfg = AccumulatorConfig(in_format="fp16", k=16, neab=2)
+    >>> cfg.in_format, cfg.nfma, cfg.frac_bits
+    ('binary16', 16, 25)
+    >>> cfg.replace(nfma=8).describe()
+    'binary16->binary32 k=16 fused nfma=8 neab=2'
+    >>> AccumulatorConfig(in_format="binary16", k=16, nfma=3)
+    Traceback (most recent call last):
+    ...
+    mmaprobe.models.config.ConfigError: nfma: got 3, expected a divisor of k=16
+    """
+
     in_format: str
     k: int
     c_format: str = "binary32"

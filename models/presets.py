@@ -25,6 +25,9 @@ ARCHITECTURES = {
 
 @dataclass(frozen=True)
 class Preset:
+    """A device's configuration for one instruction shape and format pair, with the table
+    or section of the literature (or the measurement) it comes from."""
+
     name: str
     device: str
     instruction: str
@@ -55,10 +58,17 @@ def _load() -> dict[str, Preset]:
 
 
 def list_presets() -> list[Preset]:
+    """Every device preset, in the order of presets.yaml."""
     return list(_load().values())
 
 
 def get_preset(name: str) -> Preset:
+    """The preset of this name (case-insensitive); an InputError lists the valid names.
+
+    >>> p = get_preset("V100-fp16-fp32")
+    >>> p.device, p.config.k, p.config.neab
+    ('V100', 4, 0)
+    """
     presets = _load()
     key = name.strip().lower()
     if key not in presets:

@@ -117,6 +117,17 @@ def _jsonable(v: Any) -> Any:
 
 def run_check(probes: list[Probe], spaces: list[CandidateSpace],
               progress: Callable[[str], None] | None = None) -> CheckReport:
+    """Run every applicable probe on every configuration of the spaces and compare each
+    decision with the configuration's true feature value (robust: never wrong).
+
+    >>> from mmaprobe.models.presets import get_preset
+    >>> from mmaprobe.models.space import CandidateSpace
+    >>> from mmaprobe.probes.library import library_files, load_probes
+    >>> space = CandidateSpace("h100", "example", [get_preset("h100-fp16-fp32").config])
+    >>> rep = run_check(load_probes(library_files()), [space])
+    >>> rep.failed, sum(r.correct for r in rep.results) > 10
+    (False, True)
+    """
     start = time.perf_counter()
     results = {p.id: ProbeResult(p) for p in probes}
     inst_cache: dict[tuple, Instance] = {}

@@ -230,6 +230,13 @@ def _mutations(cfg: AccumulatorConfig, suite: Suite, d: np.ndarray, bad: np.ndar
 
 def infer(suite: Suite, observed: Observed, space: CandidateSpace,
           progress: Progress = None) -> Inference:
+    """Which configurations of ``space`` explain the observed outputs of ``suite``.
+
+    Every candidate is evaluated on the whole suite; the consistent ones match every
+    output.  The result says which features they agree on (and which probe or vector
+    decided each), which presets match, and, when none is consistent, the closest
+    candidates and the single-feature changes that explain the mismatching vectors.
+    """
     cfgs = space.configs
     d = observed.d
     if progress:

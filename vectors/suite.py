@@ -216,6 +216,18 @@ def discriminate(bld: _Builder, opts: SuiteOptions, rng: np.random.Generator,
 
 
 def build_suite(space: CandidateSpace, opts: SuiteOptions, progress: Progress = None) -> Suite:
+    """A test-vector suite for new hardware of the space's formats and K.
+
+    The vectors are the applicable probes in pipeline order, ``opts.random`` ISSM rows, and
+    discriminators that split the candidate space as finely as the split search can; each
+    carries its provenance, and the suite embeds the probes it used.
+
+    >>> from mmaprobe.models.space import neighbourhood
+    >>> opts = SuiteOptions(random=8, pool=200, use_smt=False, local_searches=2)
+    >>> suite = build_suite(neighbourhood("binary16", None, "binary32", 4), opts)
+    >>> suite.k, suite.size > 50, sorted({p["kind"] for p in suite.provenance})
+    (4, True, ['discriminator', 'probe', 'random'])
+    """
     t0 = time.monotonic()
     rng = np.random.default_rng(opts.seed)
     bld = _Builder(space)

@@ -9,6 +9,7 @@ import pytest
 
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.errors import SchemaError
+from mmaprobe.models.presets import list_presets
 from mmaprobe.models.space import CandidateSpace
 from mmaprobe.probes import expr as ex
 from mmaprobe.probes.checker import run_check
@@ -125,8 +126,7 @@ def test_check_and_authenticate_cli(tmp_path: Path) -> None:
 
 
 def test_library_decides_every_preset() -> None:
-    presets = pytest.importorskip("mmaprobe.models.presets")
-    cfgs = [p.config for p in presets.list_presets()]
+    cfgs = [p.config for p in list_presets()]
     rep = run_check(load_probes(library_files()), [_space(*cfgs)])
     bad = [(r.probe.id, r.counterexamples[:1]) for r in rep.results if r.failed]
     assert not bad

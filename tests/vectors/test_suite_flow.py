@@ -85,19 +85,7 @@ def test_identify_within_budget(name):
     assert name in res.presets
 
 
-def _library_loads() -> bool:
-    from mmaprobe.models.errors import MmaprobeError
-    from mmaprobe.probes.library import library_files, load_probes
-
-    try:
-        return bool(load_probes(library_files()))
-    except MmaprobeError:
-        return False
-
-
 def test_suite_json_has_provenance_and_probe_vectors(tmp_path):
-    if not _library_loads():
-        pytest.skip("probe library does not load (being edited)")
     cfg, space, suite, inf = _suite_run_infer("h100-fp16-fp32-k8", tmp_path)
     data = json.loads((tmp_path / "suite.json").read_text())
     assert data["schema"] == "mmaprobe-suite" and data["version"] == 1
