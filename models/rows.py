@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .config import AccumulatorConfig
-from .formats import get_format
+from .formats import Format, get_format
 from .sampling import random_rows, round_to_format
 
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -80,10 +80,155 @@ def issm_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator) -> tuple
     return (np.concatenate([a1, a2]), np.concatenate([b1, b2]), np.concatenate([c1, c2])), kinds
 
 
+def edge_case_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator) -> Rows:
+    """n rows aimed at the features plain random rows rarely reach.
+
+    A third each: *carries* (every product the largest significand squared, at one
+    exponent, mostly of one sign, so that the fixed-point sum needs log2(K) + 2 integer
+    bits); *subnormal factors* (one input subnormal times a factor that brings the product
+    into the normal range, or two small normals whose product is subnormal in binary32,
+    beside an exact term); *overflowing products* (two large factors, with a finite or
+    opposite term, for units that turn products >= 2^128 into infinities).
+    """
+    fin, fc = get_format(cfg.in_format), get_format(cfg.c_format)
+    fout = get_format(cfg.out_format)
+    k = cfg.k
+    top = 2.0 - 2.0 ** -fin.t
+    av, bv, cv = np.zeros((n, k)), np.zeros((n, k)), np.zeros(n)
+    kind = rng.integers(0, 3, size=n)
+    for r in range(n):
+        if kind[r] == 0:  # carries
+            e = int(rng.integers(-3, 4))
+            e = max(min(e, fin.emax, (fout.emax - 8 - k.bit_length()) // 2), fin.emin)
+            sign = np.where(rng.random(k) < 0.9, 1.0, -1.0) * (1 if rng.random() < 0.5 else -1)
+            av[r] = sign * top * 2.0 ** e
+            bv[r] = top * 2.0 ** e
+            cv[r] = float(rng.choice([0.0, 1.0, -1.0])) * 2.0 ** (2 * e + 1)
+        elif kind[r] == 1:  # subnormal factors and subnormal products
+            i = int(rng.integers(0, k))
+            if fin.t and rng.random() < 0.6:
+                sub = int(rng.integers(1, 1 << min(fin.t, 52)))
+                av[r, i] = sub * 2.0 ** (fin.emin - fin.t) * (1 if rng.random() < 0.5 else -1)
+                bv[r, i] = 2.0 ** min(fin.emax, max(0, -fin.emin))
+            else:
+                e = max(fin.emin, -75)
+                av[r, i] = 2.0 ** e * (1 if rng.random() < 0.5 else -1)
+                bv[r, i] = 2.0 ** e
+            j = (i + 1) % k
+            if k > 1 and rng.random() < 0.5:
+                av[r, j], bv[r, j] = 1.0, 2.0 ** int(rng.integers(-4, 1))
+            cv[r] = float(rng.choice([0.0, 2.0 ** max(fc.emin, -20)]))
+        else:  # overflowing products
+            e = min(fin.emax, 100)
+            i = int(rng.integers(0, k))
+            av[r, i] = top * 2.0 ** e * (1 if rng.random() < 0.5 else -1)
+            bv[r, i] = top * 2.0 ** e
+            if k > 1 and rng.random() < 0.5:
+                j = (i + 1) % k
+                av[r, j], bv[r, j] = -av[r, i], bv[r, i]
+            cv[r] = float(rng.choice([0.0, 1.0]))
+    return round_to_format(av, fin), round_to_format(bv, fin), round_to_format(cv, fc)
+
+
 def pool_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator) -> tuple[Rows, list[str]]:
-    """A discrimination pool: 3/4 targeted rows, 1/4 ISSM rows; with their kinds."""
-    nt = (3 * n) // 4
+    """A discrimination pool with the kind of each row: 2/3 targeted rows, 1/12 edge-case
+    rows, 1/4 ISSM rows."""
+    nt = (2 * n) // 3
+    ne = n // 12
     a1, b1, c1 = targeted_rows(cfg, nt, rng)
-    (a2, b2, c2), kinds = issm_rows(cfg, n - nt, rng)
-    return ((np.concatenate([a1, a2]), np.concatenate([b1, b2]), np.concatenate([c1, c2])),
-            ["targeted"] * nt + kinds)
+    a3, b3, c3 = edge_case_rows(cfg, ne, rng)
+    (a2, b2, c2), kinds = issm_rows(cfg, n - nt - ne, rng)
+    return ((np.concatenate([a1, a3, a2]), np.concatenate([b1, b3, b2]),
+             np.concatenate([c1, c3, c2])), ["targeted"] * nt + ["edge-case"] * ne + kinds)
+
+
+def local_rows(cfgs: list[AccumulatorConfig], n: int, rng: np.random.Generator) -> Rows:
+    """Fresh rows aimed at a class of configurations: targeted, structured (sized to the
+    class's accumulator widths) and edge-case rows."""
+    n1, n2 = n // 2, n // 4
+    parts = [targeted_rows(cfgs[0], n1, rng), structured_rows(cfgs, n2, rng),
+             edge_case_rows(cfgs[0], n - n1 - n2, rng)]
+    return tuple(np.concatenate(x) for x in zip(*parts))  # type: ignore[return-value]
+
+
+# -- structured rows (a cancelling pair and small terms near 2^-F) -----------------------
+
+#: significands of the small terms: exact ones, ties (1.5 = half unit after a shift),
+#: one ulp above one, nearly two
+_SIGS = (1.0, 1.5, 1.25, 1.75, 1.125)
+
+
+def _scale(fin: Format, fout: Format, fc: Format) -> int:
+    """s such that 2^(2s+1) fits the output and c formats and 2^s the input format."""
+    return max(1, min(fin.emax, (min(fout.emax, fc.emax) - 1) // 2))
+
+
+def _positions(rng: np.random.Generator, k: int, nfmas: list[int], n: int) -> list[int]:
+    """n distinct positions, mostly at block boundaries (multiples of an nfma, +-1)."""
+    cands: list[int] = []
+    for m in nfmas:
+        for q in range(0, k, max(m, 1)):
+            cands += [q, q - 1, q + 1]
+    cands = sorted({p for p in cands if 0 <= p < k})
+    out: list[int] = []
+    while len(out) < min(n, k):
+        p = int(rng.choice(cands)) if rng.random() < 0.7 else int(rng.integers(0, k))
+        if p not in out:
+            out.append(p)
+    return out
+
+
+def structured_rows(space: list[AccumulatorConfig], n: int, rng: np.random.Generator) -> Rows:
+    """n rows (a, b, c) of bit patterns: a cancelling pair and small terms near 2^-F."""
+    cfg0 = space[0]
+    fin, fc, fout = (get_format(cfg0.in_format), get_format(cfg0.c_format),
+                     get_format(cfg0.out_format))
+    k = cfg0.k
+    s = _scale(fin, fout, fc)
+    fs = sorted({cfg.frac_bits for cfg in space})
+    nfmas = sorted({cfg.nfma for cfg in space})
+    jmax = max(fs) + 6
+    av = np.zeros((n, k))
+    bv = np.zeros((n, k))
+    cv = np.zeros(n)
+    for r in range(n):
+        template = int(rng.integers(0, 3))  # 0: products cancel, 1: c cancels, 2: c large
+        need = 4 if template == 0 else 3
+        pos = _positions(rng, k, nfmas, need)
+        big = 2.0 ** s
+        sign = 1.0 if rng.random() < 0.5 else -1.0
+        if fs and rng.random() < 0.7:
+            j = int(rng.choice(fs)) + int(rng.integers(-3, 4))
+        else:
+            j = int(rng.integers(1, jmax + 1))
+        j = max(1, j)
+        if template == 0 and len(pos) >= 3:
+            av[r, pos[0]], bv[r, pos[0]] = sign * big, big
+            av[r, pos[2]], bv[r, pos[2]] = -sign * big, big
+            small = pos[1]
+            extra = pos[3] if len(pos) > 3 else -1
+        elif len(pos) >= 2:
+            cfac = 1.0 if template == 1 else float(rng.choice([1.0, 1.5, 0.75]))
+            cv[r] = -sign * big * big * cfac
+            if template == 1:
+                av[r, pos[0]], bv[r, pos[0]] = sign * big, big
+                small = pos[1]
+                extra = pos[2] if len(pos) > 2 else -1
+            else:
+                small = pos[0]
+                extra = pos[1]
+        else:
+            small, extra = pos[0], -1
+        m = float(rng.choice(_SIGS))
+        half = j // 2
+        ssign = 1.0 if rng.random() < 0.6 else -1.0
+        av[r, small] = ssign * m * 2.0 ** (s - half)
+        bv[r, small] = 2.0 ** (s - j + half)
+        if extra >= 0 and rng.random() < 0.5:
+            j2 = j + int(rng.integers(-2, 3))
+            h2 = j2 // 2
+            m2 = float(rng.choice(_SIGS))
+            s2 = 1.0 if rng.random() < 0.5 else -1.0
+            av[r, extra] = s2 * m2 * 2.0 ** (s - h2)
+            bv[r, extra] = 2.0 ** (s - j2 + h2)
+    return round_to_format(av, fin), round_to_format(bv, fin), round_to_format(cv, fc)

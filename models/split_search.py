@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .config import AccumulatorConfig
+from .formats import get_format
 from .partition import classes, outputs_matrix, split_scores
-from .rows import targeted_rows
+from .rows import local_rows
 
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray]
 Row = tuple[np.ndarray, np.ndarray, int]
@@ -94,10 +95,11 @@ class SplitSearch:
     """Greedy split search over ``configs`` (see the module docstring).
 
     ``values`` (one integer per configuration) restricts the pairs that matter to pairs of
-    different values; ``local`` makes fresh rows for a class (default: targeted rows for its
-    first configuration); ``solver`` answers a pair within a time budget; ``solver_seconds``
-    bounds its total time and ``pair_seconds`` one question; ``grow`` returns more pool
-    rows (or None when there are none); ``neighbours`` returns rows near a solver row.
+    different values; ``local`` makes fresh rows for a class (default:
+    :func:`mmaprobe.models.rows.local_rows`); ``solver`` answers a pair within a time
+    budget; ``solver_seconds`` bounds its total time and ``pair_seconds`` one question;
+    ``grow`` returns more pool rows (or None when there are none); ``neighbours`` returns
+    rows near a solver row.
     """
 
     configs: Sequence[AccumulatorConfig]
@@ -114,6 +116,7 @@ class SplitSearch:
     grow: Callable[[], Rows | None] | None = None
     neighbours: Callable[[Row], Rows] | None = None
     equivalent: list[tuple[int, int]] = field(default_factory=list)
+    equivalent_why: dict[tuple[int, int], str] = field(default_factory=dict)
     gave_up: dict[tuple[int, int], float] = field(default_factory=dict)
     solver_queries: int = 0
     solver_notes: list[str] = field(default_factory=list)
@@ -194,7 +197,7 @@ class SplitSearch:
 
     def _from_local(self, group: np.ndarray) -> Split | None:
         sub = [self.configs[i] for i in group]
-        make = self.local or (lambda cfgs, rng: targeted_rows(cfgs[0], self.local_rows, rng))
+        make = self.local or (lambda cfgs, rng: local_rows(cfgs, self.local_rows, rng))
         zeros = np.zeros(len(group), dtype=np.int64)
         base = self._pending_now(zeros, group)
         for _ in range(self.local_tries):
@@ -228,6 +231,11 @@ class SplitSearch:
                 self.solver_notes.append("solver time used up")
                 return None
             x, y = pair
+            why = static_equivalence(self.configs[x], self.configs[y])
+            if why:
+                self.equivalent.append(pair)
+                self.equivalent_why[pair] = why
+                continue
             t0 = time.monotonic()
             status, row, detail = self.solver(self.configs[x], self.configs[y],
                                               min(budget, self._solver_left))
@@ -242,6 +250,7 @@ class SplitSearch:
                 detail = f"the solver's row does not split them on the model ({detail})"
             if status == "equivalent":
                 self.equivalent.append(pair)
+                self.equivalent_why[pair] = f"the solver proves it ({detail})"
             else:
                 self.gave_up[pair] = budget
                 self.solver_notes.append(f"{self.configs[x].describe()} vs "
@@ -264,6 +273,47 @@ class SplitSearch:
                     best, score = (i, j), d
         return best
 
+    # -- the end: a class no stage splits -------------------------------------------------
+    def settle(self, members: Sequence[int]) -> tuple[Split | None, list[str], list[str]]:
+        """Prove the members equivalent, pair by pair along a chain from the first (static
+        rules, then the solver); equivalence is transitive, so that proves the class.
+
+        Returns (split, proofs, open): a Split when the solver finds a row after all (the
+        class was not one), the reason each pair is equivalent, and for each pair neither
+        split nor proven, which and why.
+        """
+        members = list(members)
+        proofs, open_pairs = [], []
+        x = members[0]
+        for y in members[1:]:
+            pair = (min(x, y), max(x, y))
+            cx, cy = self.configs[x], self.configs[y]
+            why = self.equivalent_why.get(pair) or static_equivalence(cx, cy)
+            if not why and self.solver is not None and self._solver_left > 0.5:
+                t0 = time.monotonic()
+                status, row, detail = self.solver(
+                    cx, cy, min(self.pair_seconds * PAIR_LEVELS[-1], self._solver_left))
+                self._solver_left -= time.monotonic() - t0
+                self.solver_queries += 1
+                if status == "distinct" and row is not None:
+                    column = self.column(row)
+                    if column[x] != column[y]:
+                        return Split(row, column, "solver", detail, pair), proofs, open_pairs
+                if status == "equivalent":
+                    why = f"the solver proves it ({detail})"
+                else:
+                    open_pairs.append(f"{cx.describe()} vs {cy.describe()}: {status} "
+                                      f"({detail})")
+                    continue
+            elif not why:
+                reason = "no solver" if self.solver is None else "solver time used up"
+                open_pairs.append(f"{cx.describe()} vs {cy.describe()}: not split by model "
+                                  f"rows ({reason})")
+                continue
+            self.equivalent_why[pair] = why
+            proofs.append(f"{cx.describe()} = {cy.describe()}: {why}")
+        return None, proofs, open_pairs
+
     # -- helpers ------------------------------------------------------------------------------
     def column(self, row: Row) -> np.ndarray:
         """Every configuration's output on one row."""
@@ -276,3 +326,48 @@ class SplitSearch:
         """The classes (configuration indices) that still hold a pair that matters."""
         members = np.arange(len(self.configs)) if members is None else np.asarray(members)
         return [[int(i) for i in g] for g in self._open_groups(np.asarray(labels), members)]
+
+
+def static_equivalence(x: AccumulatorConfig, y: AccumulatorConfig) -> str | None:
+    """Why x and y give the same output on every input, when a rule shows it without a
+    solver; None otherwise.
+
+    >>> from mmaprobe.models.presets import get_preset
+    >>> h = get_preset("h100-fp16-fp32").config
+    >>> static_equivalence(h, h.replace(product_overflow=True))
+    'they differ only in product_overflow, and no binary16 x binary16 product reaches 2^128'
+    """
+    diff = {f for f, u, v in zip(x.to_dict(), x.to_dict().values(), y.to_dict().values())
+            if u != v}
+    if diff == {"product_overflow"}:
+        fa = get_format(x.in_format)
+        if 2 * fa.emax + 2 <= 128:
+            return (f"they differ only in product_overflow, and no {fa.name} x {fa.name} "
+                    f"product reaches 2^128")
+    if diff == {"carry_bits"} and x.algorithm == "fused":
+        need = carry_bits_needed(x)
+        if all(cb is None or cb >= need for cb in (x.carry_bits, y.carry_bits)):
+            return (f"they differ only in carry_bits, and a block of {x.nfma} products "
+                    f"never needs more than {need}")
+    if diff <= {"interleave", "nfma"} and x.k == 4 and {x.interleave, y.interleave} == {
+            "none", "pairs"} and x.nfma == y.nfma == 2:
+        return "interleave 'pairs' at k=4 forms the same two blocks as nfma 2"
+    return None
+
+
+def carry_bits_needed(cfg: AccumulatorConfig) -> int:
+    """The carry bits beyond which a fused block's sum never wraps.
+
+    Aligned at the largest exponent, a product is below 4 units of it (denormalised: two
+    integer bits; normalised: below 2) and c below 2, so a block of nfma products sums
+    below M * nfma + 2 units; the sum wraps at 2**(2 + carry_bits) units, and M * nfma + 2
+    (2 modulo 4) never equals a power of two, so carry_bits >= log2(M * nfma + 2) - 2
+    never wraps.
+
+    >>> from mmaprobe.models.presets import get_preset
+    >>> carry_bits_needed(get_preset("v100-fp16-fp32").config)
+    3
+    """
+    m = 4 if cfg.product_normalisation == "denormalised" else 2
+    total = m * cfg.nfma + 2
+    return max(0, (total - 1).bit_length() - 2)

@@ -5,13 +5,10 @@ rows whose outputs the numpy model computes for every configuration of the space
 the solver is asked only when no row of the pool splits a class that still mixes feature
 values.  The pool has two parts:
 
-- structured rows (``structured_rows``): a large pair cancelling exactly, so that a small
-  term's fate at alignment is the exact output, with the small term 2^(2s - j) at every
-  alignment distance j around the accumulator widths F of the space, short significands
-  (rounding ties, half units), a second small term, products or c as the cancelling term,
-  positions at block and pair boundaries;
-- the discriminator pool of ``vectors.rows.pool_rows`` (targeted alignment rows plus
-  [KM25]'s ISSM normal and edge rows).
+- structured rows (``models.rows.structured_rows``: a large pair cancelling exactly and
+  small terms at every alignment distance around the space's accumulator widths);
+- the discriminator pool of ``models.rows.pool_rows`` (targeted alignment rows, edge-case
+  rows, and [KM25]'s ISSM normal and edge rows).
 
 Every row is made to respect the input constraints (fixed zeros and signs imposed, rows
 violating finite/normal/exponent range dropped: ``admissible``).
@@ -23,93 +20,11 @@ import numpy as np
 
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.formats import Format, get_format
-from mmaprobe.models.rows import pool_rows
-from mmaprobe.models.sampling import round_to_format
+from mmaprobe.models.rows import pool_rows, structured_rows
 
 from .constraints import Constraints
 
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray]
-
-#: significands of the small terms: exact ones, ties (1.5 = half unit after a shift),
-#: one ulp above one, nearly two
-_SIGS = (1.0, 1.5, 1.25, 1.75, 1.125)
-
-
-def _scale(fin: Format, fout: Format, fc: Format) -> int:
-    """s such that 2^(2s+1) fits the output and c formats and 2^s the input format."""
-    return max(1, min(fin.emax, (min(fout.emax, fc.emax) - 1) // 2))
-
-
-def _positions(rng: np.random.Generator, k: int, nfmas: list[int], n: int) -> list[int]:
-    """n distinct positions, mostly at block boundaries (multiples of an nfma, +-1)."""
-    cands: list[int] = []
-    for m in nfmas:
-        for q in range(0, k, max(m, 1)):
-            cands += [q, q - 1, q + 1]
-    cands = sorted({p for p in cands if 0 <= p < k})
-    out: list[int] = []
-    while len(out) < min(n, k):
-        p = int(rng.choice(cands)) if rng.random() < 0.7 else int(rng.integers(0, k))
-        if p not in out:
-            out.append(p)
-    return out
-
-
-def structured_rows(space: list[AccumulatorConfig], n: int, rng: np.random.Generator) -> Rows:
-    """n rows (a, b, c) of bit patterns: a cancelling pair and small terms near 2^-F."""
-    cfg0 = space[0]
-    fin, fc, fout = (get_format(cfg0.in_format), get_format(cfg0.c_format),
-                     get_format(cfg0.out_format))
-    k = cfg0.k
-    s = _scale(fin, fout, fc)
-    fs = sorted({cfg.frac_bits for cfg in space})
-    nfmas = sorted({cfg.nfma for cfg in space})
-    jmax = max(fs) + 6
-    av = np.zeros((n, k))
-    bv = np.zeros((n, k))
-    cv = np.zeros(n)
-    for r in range(n):
-        template = int(rng.integers(0, 3))  # 0: products cancel, 1: c cancels, 2: c large
-        need = 4 if template == 0 else 3
-        pos = _positions(rng, k, nfmas, need)
-        big = 2.0 ** s
-        sign = 1.0 if rng.random() < 0.5 else -1.0
-        if fs and rng.random() < 0.7:
-            j = int(rng.choice(fs)) + int(rng.integers(-3, 4))
-        else:
-            j = int(rng.integers(1, jmax + 1))
-        j = max(1, j)
-        if template == 0 and len(pos) >= 3:
-            av[r, pos[0]], bv[r, pos[0]] = sign * big, big
-            av[r, pos[2]], bv[r, pos[2]] = -sign * big, big
-            small = pos[1]
-            extra = pos[3] if len(pos) > 3 else -1
-        elif len(pos) >= 2:
-            cfac = 1.0 if template == 1 else float(rng.choice([1.0, 1.5, 0.75]))
-            cv[r] = -sign * big * big * cfac
-            if template == 1:
-                av[r, pos[0]], bv[r, pos[0]] = sign * big, big
-                small = pos[1]
-                extra = pos[2] if len(pos) > 2 else -1
-            else:
-                small = pos[0]
-                extra = pos[1]
-        else:
-            small, extra = pos[0], -1
-        m = float(rng.choice(_SIGS))
-        half = j // 2
-        ssign = 1.0 if rng.random() < 0.6 else -1.0
-        av[r, small] = ssign * m * 2.0 ** (s - half)
-        bv[r, small] = 2.0 ** (s - j + half)
-        if extra >= 0 and rng.random() < 0.5:
-            j2 = j + int(rng.integers(-2, 3))
-            h2 = j2 // 2
-            m2 = float(rng.choice(_SIGS))
-            s2 = 1.0 if rng.random() < 0.5 else -1.0
-            av[r, extra] = s2 * m2 * 2.0 ** (s - h2)
-            bv[r, extra] = 2.0 ** (s - j2 + h2)
-    return round_to_format(av, fin), round_to_format(bv, fin), round_to_format(cv, fc)
-
 
 def candidate_rows(space: list[AccumulatorConfig], n: int, seed: int,
                    constraints: Constraints) -> Rows:

@@ -12,11 +12,11 @@ import sys
 
 from mmaprobe.models.errors import MmaprobeError
 
-from . import cmd_models, cmd_probes, cmd_smt, cmd_suite
+from . import cmd_devices, cmd_models, cmd_probes, cmd_smt, cmd_suite
 
 #: presets, eval, validate, gemm, bench | probes, check, authenticate |
-#: distinguish, synthesize | suite, run, infer, identify
-COMMAND_MODULES = (cmd_models, cmd_probes, cmd_smt, cmd_suite)
+#: distinguish, synthesize | suite, run, infer, identify | devices, survey
+COMMAND_MODULES = (cmd_models, cmd_probes, cmd_smt, cmd_suite, cmd_devices)
 
 
 def build_parser() -> argparse.ArgumentParser:

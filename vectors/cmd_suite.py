@@ -13,7 +13,7 @@ from mmaprobe.models.space import canonical_shape, space_for
 
 from . import identify as ident_mod
 from . import infer as infer_mod
-from .devices import KINDS, device_from_args
+from .devices import EXEC_TIMEOUT, KINDS, device_from_args
 from .suite import SuiteOptions, build_suite
 from .suitefile import (
     Observed,
@@ -68,8 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_infer)
 
     p = sub.add_parser("identify", help="adaptively query a device until its configuration "
-                                        "(or an indistinguishable class) remains")
-    add_device_args(p)
+                                        "(or a class proven equivalent) remains")
+    add_device_args(p, shape=True)
     p.add_argument("--space", help="candidate space YAML (default: the neighbourhood space)")
     p.add_argument("--max-queries", type=int, default=16)
     p.add_argument("--seed", type=int, default=0)
@@ -78,11 +78,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_identify)
 
 
-def add_device_args(p: argparse.ArgumentParser) -> None:
+def add_device_args(p: argparse.ArgumentParser, shape: bool = False) -> None:
+    """--preset / --config / --device (one of them), --device-timeout, and with shape the
+    formats and K of a device that does not know its own (exec:)."""
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--preset", help="the model of a preset (see `mmaprobe presets`)")
     g.add_argument("--config", help="the model of an accumulator configuration YAML")
     g.add_argument("--device", help="a device spec: " + ", ".join(KINDS.values()))
+    p.add_argument("--device-timeout", type=float, default=EXEC_TIMEOUT, metavar="S",
+                   help=f"seconds an exec: harness may take per batch (default "
+                        f"{EXEC_TIMEOUT:g})")
+    if shape:
+        p.add_argument("--in", dest="fin", help="input format of an exec: device")
+        p.add_argument("--out", dest="fout", help="output format of an exec: device")
+        p.add_argument("--c", dest="fc", help="c format of an exec: device (default: --out)")
+        p.add_argument("--k", type=int, help="K of an exec: device")
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
@@ -124,8 +134,8 @@ def cmd_suite(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     suite = read_suite(args.suite)
-    dev = device_from_args(args)
-    dev.check_shape((suite.in_format, suite.c_format, suite.out_format, suite.k), args.suite)
+    dev = device_from_args(args).with_shape((suite.in_format, suite.c_format,
+                                             suite.out_format, suite.k))
     device = dev.name
     d = dev.run(suite.a, suite.b, suite.c)
     obs = Observed(list(suite.ids), d, suite.out_format, {"device": device})
@@ -174,4 +184,4 @@ def cmd_identify(args: argparse.Namespace) -> int:
     else:
         print(f"device {name}")
         print(ident_mod.report(res), end="")
-    return 0 if res.status in ("identified", "class") else 1
+    return 0 if res.decided else 1

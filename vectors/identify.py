@@ -1,13 +1,21 @@
-"""Adaptive identification: query a device one vector at a time until one class remains.
+"""Adaptive identification: query a device one row at a time until its configuration is
+known.
 
-A device is any callable ``device(a, b, c) -> d`` on bit-pattern arrays of shapes (n, k),
-(n, k), (n,) returning n output patterns, so a hardware backend can plug in unchanged.
-Each step picks, among a model-evaluated pool of candidate rows, the one that splits the
-remaining candidates most evenly (least expected number of survivors); when no pool row
-splits them, fresh rows aimed at the remaining class are searched, then the SMT engine is
-asked for a distinguishing vector between two of them (time-bounded); if nothing splits
-them, they are reported as an indistinguishable class.  If no candidate survives, the
-device is reported as unexplained with the refinement analysis of :mod:`.infer`.
+Each query is the split search's best row for the candidates the device's answers have
+left (:mod:`mmaprobe.models.split_search`: pool rows, then rows aimed at the remaining
+class, then the SMT engine on a pair).  Identification ends
+
+- *identified*: one configuration remains;
+- *equivalent*: several remain and every pair is proven to give the same output on every
+  input (static rules, or the SMT engine) -- the device is decided up to that class;
+- *undecided*: several remain and some pair is neither split nor proven equivalent; the
+  report says which pair and why (solver timeout, not encodable);
+- *class*: several remain and no solver was allowed to settle them;
+- *unexplained*: no candidate matches the device's answers (with the refinement analysis
+  of :mod:`.infer`); or *budget*: the query budget ran out.
+
+A recorded device (``recorded:FILE``) can only answer the rows it holds: the pool is those
+rows, and no other row is asked.
 """
 
 from __future__ import annotations
@@ -26,11 +34,11 @@ from mmaprobe.models.space import CandidateSpace
 from mmaprobe.models.split_search import RowPool, SplitSearch
 from mmaprobe.smt.distinguish import pair_solver
 
+from .devices import Device
 from .infer import Inference, infer
 from .infer import report as infer_mod_report
 from .suitefile import Observed, Suite
 
-Device = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 Progress = Callable[[str], None] | None
 
 
@@ -39,11 +47,17 @@ class Identification:
     space: CandidateSpace
     queries: list[dict[str, Any]]
     remaining: list[int]
-    status: str                     # identified, class, unexplained, budget
+    status: str        # identified, equivalent, undecided, class, unexplained, budget
     note: str
     seconds: float
     presets: list[str] = field(default_factory=list)
     inference: Inference | None = None
+    proofs: list[str] = field(default_factory=list)      # why remaining pairs are equal
+    open_pairs: list[str] = field(default_factory=list)  # pairs neither split nor proven
+
+    @property
+    def decided(self) -> bool:
+        return self.status in ("identified", "equivalent")
 
     def to_json(self) -> dict[str, Any]:
         cfgs = self.space.configs
@@ -54,13 +68,14 @@ class Identification:
             "remaining": [{"describe": cfgs[i].describe(), "configuration": cfgs[i].to_dict()}
                           for i in self.remaining[:50]],
             "remaining_count": len(self.remaining), "matching_presets": self.presets,
-            "queries": self.queries, "seconds": round(self.seconds, 2)}
+            "queries": self.queries, "seconds": round(self.seconds, 2),
+            "equivalence_proofs": self.proofs, "open_pairs": self.open_pairs}
         if self.inference is not None:
             out["closest"] = self.inference.closest
         return out
 
 
-def _query(device: Device, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> int:
+def _query(device, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> int:
     d = np.asarray(device(a[None, :], b[None, :], np.array([c], dtype=np.uint64)),
                    dtype=np.uint64).reshape(-1)
     return int(d[0])
@@ -69,24 +84,32 @@ def _query(device: Device, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> int:
 def identify(device: Device, space: CandidateSpace, max_queries: int = 16, seed: int = 0,
              pool: int = 2000, smt_seconds: float = 20.0, use_smt: bool = True,
              progress: Progress = None) -> Identification:
-    """Query ``device`` one row at a time, each row the split search's best split of the
-    candidates its answers have left, until one configuration (or a class no stage splits)
-    remains, none remains (the device is unexplained), or ``max_queries`` are used."""
+    """Query ``device`` one row at a time (see the module docstring) until one
+    configuration, or a class proven equivalent, remains, none remains, or
+    ``max_queries`` are used."""
     t0 = time.monotonic()
     rng = np.random.default_rng(seed)
     cfgs = space.configs
     if progress:
-        progress(f"identify: evaluating {len(cfgs)} candidates on a pool of {pool} rows")
+        progress(f"identify: evaluating {len(cfgs)} candidates on a pool of rows")
     rows_pool = RowPool.empty(cfgs)
-    rows, kinds = pool_rows(cfgs[0], pool, rng)
-    rows_pool.add(rows, kinds, progress)
+    recorded = getattr(device, "rows", None)
+    if recorded is not None:
+        rows_pool.add(recorded, "recorded", progress)
+    else:
+        rows, kinds = pool_rows(cfgs[0], pool, rng)
+        rows_pool.add(rows, kinds, progress)
+    solver = pair_solver() if use_smt else None
     search = SplitSearch(cfgs, rows_pool, rng, local_rows=1000, local_tries=2,
-                         solver=pair_solver() if use_smt else None,
+                         local_budget=0 if recorded is not None else None,
+                         solver=solver if recorded is None else None,
                          solver_seconds=smt_seconds if use_smt else 0.0, pair_seconds=10.0)
     R = np.arange(len(cfgs))
     asked: list[tuple[np.ndarray, np.ndarray, int, int]] = []
     queries: list[dict[str, Any]] = []
     status, note = "budget", f"query budget of {max_queries} used up"
+    proofs: list[str] = []
+    open_pairs: list[str] = []
     while True:
         if R.size == 1:
             status, note = "identified", "one configuration remains"
@@ -98,12 +121,12 @@ def identify(device: Device, space: CandidateSpace, max_queries: int = 16, seed:
             break
         split = search.next_split(np.zeros(R.size, dtype=np.int64), R)
         if split is None:
-            status = "class"
-            note = f"{R.size} configurations not split by {pool} pool rows, targeted rows"
-            if use_smt:
-                why = "; ".join(search.solver_notes[-2:])
-                note += " or the SMT engine" + (f" ({why})" if why else "")
-            break
+            if recorded is not None:
+                search.solver = solver  # settle the class without asking the device
+            split, proofs, open_pairs = search.settle(R.tolist())
+            if split is None:
+                status, note = _class_status(R.size, proofs, open_pairs, use_smt, recorded)
+                break
         method = {"pool": f"model-search (pool, {split.kind})", "local": "model-search (local)",
                   "solver": "smt (distinguish)"}[split.method]
         row, col = split.row, split.column[R]
@@ -119,7 +142,8 @@ def identify(device: Device, space: CandidateSpace, max_queries: int = 16, seed:
     presets = [p.name for p in presets_with(space.in_format, space.c_format, space.out_format,
                                             space.k) if p.config in {cfgs[i] for i in R}]
     ident = Identification(space, queries, [int(i) for i in R], status, note,
-                           time.monotonic() - t0, presets)
+                           time.monotonic() - t0, presets, proofs=proofs,
+                           open_pairs=open_pairs)
     if status == "unexplained" and asked:
         suite = Suite(space.in_format, space.c_format, space.out_format, space.k,
                       [f"query.{i + 1}" for i in range(len(asked))],
@@ -133,6 +157,19 @@ def identify(device: Device, space: CandidateSpace, max_queries: int = 16, seed:
         ident.inference = infer(suite, obs, space)
     ident.seconds = time.monotonic() - t0
     return ident
+
+
+def _class_status(n: int, proofs: list[str], open_pairs: list[str], use_smt: bool,
+                  recorded) -> tuple[str, str]:
+    if not open_pairs:
+        return "equivalent", (f"{n} configurations remain, proven to give the same output "
+                               f"on every input")
+    if not use_smt:
+        where = "the recorded rows" if recorded is not None else "model rows"
+        return "class", (f"{n} configurations not split by {where}; the solver was not "
+                         f"allowed to settle them")
+    return "undecided", (f"{n} configurations remain; {len(open_pairs)} pair(s) neither "
+                         f"split nor proven equivalent, e.g. {open_pairs[0]}")
 
 
 def report(ident: Identification) -> str:
@@ -150,6 +187,11 @@ def report(ident: Identification) -> str:
         L.append(f"- `{cfgs[i].describe()}`")
     if len(ident.remaining) > 20:
         L.append(f"- ... {len(ident.remaining) - 20} more")
+    if ident.proofs:
+        L += ["", "Proven equivalent:", ""] + [f"- {p}" for p in ident.proofs[:10]]
+    if ident.open_pairs:
+        L += ["", "Neither split nor proven equivalent:", ""]
+        L += [f"- {p}" for p in ident.open_pairs[:10]]
     L += ["", "Matching presets: " + (", ".join(ident.presets) or "none")]
     if ident.inference is not None:
         L += ["", infer_mod_report(ident.inference)]
