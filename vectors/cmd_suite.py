@@ -173,6 +173,9 @@ def cmd_identify(args: argparse.Namespace) -> int:
     name = dev.name
     if args.max_queries < 1:
         raise InputError("--max-queries must be at least 1")
+    if dev.shape is None:
+        raise InputError(f"{name}: give the device's formats and K with --in/--out/--k "
+                         f"(and --c when c differs from the output format)")
     space = space_for(args.space, *dev.shape)
     res = ident_mod.identify(dev, space, args.max_queries, args.seed,
                              smt_seconds=args.smt_seconds, use_smt=args.smt_seconds > 0,
