@@ -12,6 +12,7 @@ crash       killed by a signal the case does not allow (SIGSEGV, SIGABRT, ...)
 silent      exit 0 where bad input had to be refused (a silent wrong answer)
 exit        another wrong exit code
 message     right exit code, but stderr does not name the file / line / field expected
+            (on a failing exit), or lacks the note a case requires on exit 0
 file        a file left where none may be (half-written, misplaced, written outside the
             chosen directory) or an input file modified
 output      exit 0 but stdout is not the promised strict JSON
@@ -35,6 +36,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -64,12 +66,12 @@ LAUNCHER = r"""
 import json, os, resource, sys
 with open(sys.argv[1]) as f:
     spec = json.load(f)
-resource.setrlimit(resource.RLIMIT_AS, (spec["as"], spec["as"]))
-resource.setrlimit(resource.RLIMIT_CPU, (spec["cpu"], spec["cpu"] + 5))
-resource.setrlimit(resource.RLIMIT_FSIZE, (spec["fsize"], spec["fsize"]))
-resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 pid = os.fork()
 if pid == 0:
+    resource.setrlimit(resource.RLIMIT_AS, (spec["as"], spec["as"]))
+    resource.setrlimit(resource.RLIMIT_CPU, (spec["cpu"], spec["cpu"] + 5))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (spec["fsize"], spec["fsize"]))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     argv = [bytes.fromhex(a[4:]) if a.startswith("HEX:") else os.fsencode(a)
             for a in spec["argv"]]
     try:
@@ -205,20 +207,54 @@ def snapshot(case: Case, tmp: Path) -> dict[str, bytes | None]:
 
 # -- running and classifying -------------------------------------------------------------------
 
-def _head(path: Path, n: int = 16384) -> str:
-    try:
-        with open(path, "rb") as f:
-            return f.read(n).decode("utf-8", "replace")
-    except OSError:
-        return ""
+class Capture:
+    """Reads a pipe in a thread, keeping its first HEAD bytes and its last TAIL bytes (a
+    case that prints gigabytes must not exhaust the runner); stop_after closes the pipe
+    after that many bytes (the reader of `mmaprobe ... | head -c N`)."""
 
+    HEAD = 1 << 20
+    TAIL = 64 << 10
 
-def _full_text(path: Path, cap: int = 4 << 20) -> str:
-    try:
-        with open(path, "rb") as f:
-            return f.read(cap).decode("utf-8", "replace")
-    except OSError:
-        return ""
+    def __init__(self, pipe, stop_after: int | None = None):
+        self.pipe, self.stop_after = pipe, stop_after
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        fd = self.pipe.fileno()
+        try:
+            while True:
+                want = 65536
+                if self.stop_after is not None:
+                    want = self.stop_after - self.total
+                    if want <= 0:
+                        break
+                chunk = os.read(fd, want)
+                if not chunk:
+                    break
+                self.total += len(chunk)
+                room = self.HEAD - len(self.head)
+                if room > 0:
+                    self.head += chunk[:room]
+                    chunk = chunk[room:]
+                if chunk:
+                    self.tail = (self.tail + chunk)[-self.TAIL:]
+        except OSError:
+            pass
+        finally:
+            self.pipe.close()
+
+    def join(self) -> None:
+        self.thread.join(timeout=10)
+
+    def text(self) -> str:
+        mid = b"" if not self.tail else (
+            b"\n[... output cut ...]\n" if self.total > len(self.head) + len(self.tail)
+            else b"")
+        return (bytes(self.head) + mid + bytes(self.tail)).decode("utf-8", "replace")
 
 
 def _argv_for_json(a) -> str:
@@ -250,32 +286,17 @@ def run_case(case: Case, cmd: list[str] | None = None, workdir: Path | None = No
     env.update(case.env)
     spec_path = scratch / "spec.json"
     spec_path.write_text(json.dumps(spec))
-    out_f, err_f = scratch / "stdout", scratch / "stderr"
     stdin_path = scratch / "stdin"
     stdin_path.write_bytes(case.stdin or b"")
     t0 = time.monotonic()
     timed_out = False
-    with open(err_f, "wb") as err, open(stdin_path, "rb") as stdin:
-        if case.pipe_close is not None:
-            p = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(spec_path)], cwd=tmp,
-                                 stdin=stdin, stdout=subprocess.PIPE, stderr=err, env=env,
-                                 start_new_session=True)
-            got = b""
-            assert p.stdout is not None
-            try:
-                while len(got) < case.pipe_close:
-                    chunk = os.read(p.stdout.fileno(), case.pipe_close - len(got))
-                    if not chunk:
-                        break
-                    got += chunk
-            finally:
-                p.stdout.close()
-            out_f.write_bytes(got)
-        else:
-            with open(out_f, "wb") as out:
-                p = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(spec_path)],
-                                     cwd=tmp, stdin=stdin, stdout=out, stderr=err, env=env,
-                                     start_new_session=True)
+    with open(stdin_path, "rb") as stdin:
+        # pipes, not files: the case's RLIMIT_FSIZE must not cut its own stderr
+        p = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(spec_path)], cwd=tmp,
+                             stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=env, start_new_session=True)
+        out_cap = Capture(p.stdout, stop_after=case.pipe_close)
+        err_cap = Capture(p.stderr)
         try:
             p.wait(timeout=max(0.1, timeout - (time.monotonic() - t0)))
         except subprocess.TimeoutExpired:
@@ -285,6 +306,8 @@ def run_case(case: Case, cmd: list[str] | None = None, workdir: Path | None = No
             except ProcessLookupError:
                 pass
             p.wait()
+        out_cap.join()
+        err_cap.join()
     seconds = time.monotonic() - t0
     rc: int | None = None
     maxrss = None
@@ -293,12 +316,15 @@ def run_case(case: Case, cmd: list[str] | None = None, workdir: Path | None = No
         rc, maxrss = st["rc"], st["maxrss_kb"] / 1024
     elif not timed_out:
         rc = p.returncode
-    stderr = _full_text(err_f)
-    stdout_head = _head(out_f, 4096)
-    outcome, detail, notes = classify(case, tmp, rc, timed_out, stderr, out_f, before, seconds)
+    stderr = err_cap.text()
+    stdout = out_cap.text()
+    stdout_head = stdout[:4096]
+    if len(stderr) > 4000:  # keep the start (the message) and the end (a traceback's cause)
+        stderr = stderr[:2000] + "\n[...]\n" + stderr[-2000:]
+    outcome, detail, notes = classify(case, tmp, rc, timed_out, stderr, stdout, before)
     res = Result(case.id, case.cls, [a if isinstance(a, str) else repr(a) for a in argv],
                  list(case.expected), rc, outcome, detail, round(seconds, 2),
-                 None if maxrss is None else round(maxrss, 1), stderr[:4000], stdout_head[:2000],
+                 None if maxrss is None else round(maxrss, 1), stderr, stdout_head[:2000],
                  case.why, notes)
     if not keep:
         _cleanup(scratch)
@@ -308,10 +334,12 @@ def run_case(case: Case, cmd: list[str] | None = None, workdir: Path | None = No
 def _cleanup(path: Path) -> None:
     for root, dirs, _files in os.walk(path):
         for d in dirs:
-            try:
-                os.chmod(os.path.join(root, d), 0o755, follow_symlinks=False)
-            except OSError:
-                pass
+            p = os.path.join(root, d)
+            if not os.path.islink(p):
+                try:
+                    os.chmod(p, 0o755)
+                except OSError:
+                    pass
     shutil.rmtree(path, ignore_errors=True)
 
 
@@ -331,7 +359,7 @@ def _names_line(stderr: str, line: int) -> bool:
 
 
 def classify(case: Case, tmp: Path, rc: int | None, timed_out: bool, stderr: str,
-             out_f: Path, before: dict, seconds: float) -> tuple[str, str, list[str]]:
+             stdout: str, before: dict) -> tuple[str, str, list[str]]:
     notes: list[str] = []
     if timed_out:
         return "hang", f"no exit within {case.timeout:g} s (killed)", notes
@@ -349,11 +377,19 @@ def classify(case: Case, tmp: Path, rc: int | None, timed_out: bool, stderr: str
         if rc == 0 and 2 in case.expected:
             return "silent", "exit 0 on input that had to be refused", notes
         return "exit", f"exit {rc}, expected {'/'.join(map(str, case.expected))}", notes
-    missing = [m for m in case.mentions if not _mentions(stderr, m, tmp)]
-    if rc == 2 and not stderr.strip():
-        return "message", "exit 2 with nothing on stderr", notes
-    if missing:
-        return "message", "stderr does not mention " + ", ".join(repr(m) for m in missing), notes
+    said = stderr if case.stream == "stderr" else stderr + "\n" + stdout
+    if rc != 0:
+        if rc == 2 and not said.strip():
+            return "message", f"exit {rc} with nothing on {case.stream}", notes
+        missing = [m for m in case.mentions if not _mentions(said, m, tmp)]
+        if missing:
+            return "message", f"{case.stream} does not mention " + ", ".join(
+                repr(m) for m in missing), notes
+    else:
+        missing = [m for m in case.note if not _mentions(said, m, tmp)]
+        if missing:
+            return "message", "exit 0 without the note on stderr naming " + ", ".join(
+                repr(m) for m in missing), notes
     if case.line is not None and rc != 0:
         want = case.line if isinstance(case.line, tuple) else (case.line,)
         if not any(_names_line(stderr, n) for n in want):
@@ -374,7 +410,7 @@ def classify(case: Case, tmp: Path, rc: int | None, timed_out: bool, stderr: str
         def reject(x):
             raise ValueError(f"non-JSON constant {x}")
         try:
-            json.loads(out_f.read_text(), parse_constant=reject)
+            json.loads(stdout, parse_constant=reject)
         except ValueError as e:
             return "output", f"stdout is not strict JSON: {e}", notes
     return "ok", "", notes
@@ -405,6 +441,66 @@ def table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+COMMANDS = ("presets", "eval", "validate", "gemm", "bench", "probes", "check", "authenticate",
+            "distinguish", "synthesize", "suite", "run", "infer", "identify")
+
+
+def _first_line(r: dict) -> str:
+    err = r.get("stderr_head") or ""
+    lines = [ln.strip() for ln in err.splitlines() if ln.strip() and ln.strip() != "[...]"]
+    if not lines:
+        out = (r.get("stdout_head") or "").strip().splitlines()
+        return ("(stderr empty; stdout: " + out[0][:120] + ")") if out else "(no output)"
+    if any(m in err for m in TRACE_MARKERS):
+        import re
+
+        exc = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception|Exit|Interrupt)\b", ln)]
+        pick = exc[-1] if exc else lines[-1]
+        first = lines[0]
+        if not first.startswith(("Traceback", "Exception ignored")) and first != pick:
+            pick = first + " ... " + pick  # progress line before the traceback, then cause
+    else:
+        errs = [ln for ln in lines if "error" in ln.lower()]
+        pick = errs[0] if errs else lines[0]
+    return pick[:220]
+
+
+def markdown(report: dict) -> str:
+    """The baseline: counts per class and per outcome, and every failing case."""
+    res = report["results"]
+    used = [o for o in OUTCOMES if any(r["outcome"] == o for r in res)]
+    out = ["| class | cases | " + " | ".join(used) + " |",
+           "|---|---:|" + "---:|" * len(used)]
+    for cl in sorted({r["cls"] for r in res}) + ["**total**"]:
+        rs = [r for r in res if cl == "**total**" or r["cls"] == cl]
+        out.append(f"| {cl} | {len(rs)} | " + " | ".join(
+            str(sum(r["outcome"] == o for r in rs)) for o in used) + " |")
+    by_cmd = ["| command | cases | failing | " + " | ".join(u for u in used if u != "ok")
+              + " |", "|---|---:|---:|" + "---:|" * (len(used) - 1)]
+    for cmd in COMMANDS:
+        rs = [r for r in res if r["argv"] and r["argv"][0] == cmd]
+        by_cmd.append(f"| {cmd} | {len(rs)} | {sum(r['outcome'] != 'ok' for r in rs)} | "
+                      + " | ".join(str(sum(r["outcome"] == o for r in rs))
+                                   for o in used if o != "ok") + " |")
+    fail = ["Each line: case id, outcome (exit code), the first line of stderr (for a "
+            "traceback: the line before it and the exception).", ""]
+    for cl in sorted({r["cls"] for r in res}):
+        rs = [r for r in res if r["cls"] == cl and r["outcome"] != "ok"]
+        if not rs:
+            continue
+        fail.append(f"### {cl} ({len(rs)} failing)")
+        fail.append("")
+        for r in sorted(rs, key=lambda r: (OUTCOMES.index(r["outcome"]), r["id"])):
+            line = _first_line(r).replace("`", "'")
+            rc = "killed" if r["rc"] is None else r["rc"]
+            fail.append(f"- `{r['id']}` **{r['outcome']}** (exit {rc}; expected "
+                        f"{'/'.join(map(str, r['expected']))}): `{line}`")
+        fail.append("")
+    return ("## Counts per class and outcome\n\n" + "\n".join(out)
+            + "\n\n## Counts per command\n\n" + "\n".join(by_cmd)
+            + "\n\n## Failing cases\n\n" + "\n".join(fail))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-j", "--jobs", type=int, default=1, help="cases run in parallel")
@@ -417,7 +513,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout-scale", type=float, default=1.0)
     ap.add_argument("--keep", action="store_true", help="keep the temporary directories")
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per case")
+    ap.add_argument("--markdown", metavar="FILE", help="also write the tables and the "
+                                                      "failing cases as Markdown")
+    ap.add_argument("--from-json", metavar="FILE", help="do not run: write --markdown from "
+                                                        "an earlier JSON report")
     args = ap.parse_args(argv)
+    if args.from_json:
+        if not args.markdown:
+            ap.error("--from-json needs --markdown")
+        Path(args.markdown).write_text(markdown(json.loads(Path(args.from_json).read_text())))
+        return 0
     if args.jobs < 1:
         ap.error("-j must be at least 1")
     cases = select(args.classes, args.ids)
@@ -459,6 +564,9 @@ def main(argv: list[str] | None = None) -> int:
               "command": cmd, "flags": _FLAGS, "results": [asdict(r) for r in results]}
     Path(args.json).write_text(json.dumps(report, indent=1, ensure_ascii=False))
     print(f"report: {args.json}")
+    if args.markdown:
+        Path(args.markdown).write_text(markdown(report))
+        print(f"markdown: {args.markdown}")
     return 1 if bad else 0
 
 
