@@ -122,7 +122,7 @@ def mmaprobe_cmd() -> list[str]:
     env = os.environ.get("MMAPROBE_HOSTILE_CMD")
     if env:
         return env.split()
-    return [sys.executable, "-m", "mmaprobe"]
+    return [sys.executable, "-m", "mmaprobe.vectors"]
 
 
 def flags(cmd: list[str]) -> dict[str, dict[str, str]]:
