@@ -43,7 +43,7 @@ def to_bits(values, fmt: Format, what: str, exact: bool = True) -> np.ndarray:
             continue
         bits = fmt.exact_bits(float(v)) if exact else fmt.from_fraction(Fraction(float(v)))
         if bits is None:
-            raise InputError(f"{what}: {v!r} is not representable in {fmt.name}")
+            raise InputError(f"{what}: {float(v)!r} is not representable in {fmt.name}")
         table[i] = bits
     return table[inv].reshape(arr.shape)
 
@@ -77,7 +77,9 @@ def gemm(cfg: AccumulatorConfig, A, B, C=None, alpha: float = 1.0, beta: float =
     pad = (-K) % k
     if scheme == "c_first":
         A = A * alpha
-    a_bits = to_bits(np.pad(A, ((0, 0), (0, pad))), fin, "A")
+    a_bits = to_bits(np.pad(A, ((0, 0), (0, pad))), fin,
+                     "alpha*A (--scheme c_first scales A before the unit)"
+                     if scheme == "c_first" else "A")
     b_bits = to_bits(np.pad(B, ((0, pad), (0, 0))), fin, "B")
     # one unit row per output element
     rows_a = np.repeat(a_bits, n, axis=0)                   # (m*n, K)

@@ -35,6 +35,7 @@ is built.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 from dataclasses import dataclass, field
@@ -126,6 +127,10 @@ def canonical_shape(fin: Any, fc: Any, fout: Any, k: Any) -> Shape:
     problem = field_problem("k", k)
     if problem:
         raise InputError(f"k: got {k!r}, expected {problem}")
+    try:  # formats no configuration can have (an e4m3 output) are refused here, by name
+        AccumulatorConfig(in_format=fi, c_format=fcn, out_format=fo, k=k)
+    except ConfigError as e:
+        raise InputError(f"formats {fi}/{fcn}->{fo}: {e}") from None
     return fi, fcn, fo, k
 
 
@@ -246,6 +251,10 @@ def _excludes(doc: Doc, path: tuple, excl: Any) -> list[dict[str, Any]]:
     return excl
 
 
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(AccumulatorConfig)
+             if f.default is not dataclasses.MISSING}
+
+
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return list(a) == list(b)
@@ -308,7 +317,10 @@ def parse_space(doc: Doc, shape: Shape | None = None) -> CandidateSpace:
                 values: dict[str, Any] = dict(fam["fixed"])
                 values.update(zip(names, combo))
                 values.update({"in_format": fin, "c_format": fc, "out_format": fout, "k": k})
-                if any(all(_same(values.get(f), v) for f, v in e.items()) for e in excl):
+                # an exclusion matches a field's value whether the space sets it or
+                # leaves it at its default
+                full = {**_DEFAULTS, **values}
+                if any(all(_same(full.get(f), v) for f, v in e.items()) for e in excl):
                     excluded += 1
                     continue
                 try:
@@ -335,11 +347,21 @@ def load_spaces(paths: list[Path | str], shape: Shape | None = None,
     """The spaces of the given files; templates are instantiated for ``shape`` (or, with
     ``templates=False``, skipped)."""
     out = []
+    seen: dict[str, str] = {}
     for p in paths:
-        for doc in load_docs(p, what="candidate space"):
+        docs = load_docs(p, what="candidate space")
+        if not docs:
+            raise InputError(f"{p}: no candidate space in the file (it is empty or holds "
+                             f"only comments)")
+        for doc in docs:
             if not templates and isinstance(doc.data, dict) and doc.data.get("template"):
                 continue
-            out.append(parse_space(doc, shape))
+            sp = parse_space(doc, shape)
+            if sp.id in seen:
+                raise doc.error(("id",), f"a unique space id; {sp.id!r} is also the id of "
+                                         f"the space at {seen[sp.id]}")
+            seen[sp.id] = sp.source
+            out.append(sp)
     return out
 
 

@@ -4,8 +4,8 @@ line of every field, and limits that keep hostile files cheap.
 Every YAML file mmaprobe reads (probes, candidate spaces, configurations, constraints,
 presets) goes through :func:`load_docs` or :func:`load_data`.  What it refuses, with an
 error naming the file and line: anchors and aliases (exponential expansion), merge keys
-(``<<:``), explicit tags other than the plain ones (``!!python/...``, ``!!binary``, ...),
-scalars the plain tags cannot construct (``!!int abc``), integers of more than
+(``<<:``), null mapping keys, explicit tags other than the plain ones (``!!python/...``,
+``!!binary``, ...), scalars the plain tags cannot construct (``!!int abc``), integers of more than
 :data:`MAX_INT_DIGITS` digits, nesting deeper than :data:`MAX_DEPTH`, files larger than
 :data:`MAX_FILE_BYTES`, and anything that is not a regular UTF-8 text file.
 
@@ -99,6 +99,8 @@ def _build(node: yaml.Node, path: FieldPath, lines: dict[FieldPath, int], seen: 
             if knode.tag == _PLAIN + "merge":
                 raise SchemaError(f"{kwhere}: merge keys ('<<') are not allowed")
             key = _scalar(knode, file)
+            if key is None:
+                raise SchemaError(f"{kwhere}: a mapping key must not be null ('~' or empty)")
             if key in out:
                 raise SchemaError(f"{kwhere}: duplicate key {key!r}")
             out[key] = _build(vnode, path + (key,), lines, seen, file)

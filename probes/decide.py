@@ -60,16 +60,22 @@ def decide(inst: Instance, outputs: list[int], fout: Format) -> Outcome:
     env: dict[str, Any] = dict(inst.env)
     for name, row in inst.rows.items():
         env[name] = observe(fout, outputs[row])
+    where: tuple = ("decide",)  # the field being evaluated, for messages
     try:
         for name, node in probe.facts:
+            where = ("facts", name)
             env[name] = ex.evaluate(node, env)
         for rule in probe.rules:
             if rule.otherwise:
-                return _outcome(probe, rule.then, env, rule.path + ("otherwise",))
+                where = rule.path + ("otherwise",)
+                return _outcome(probe, rule.then, env, where)
+            where = rule.path + ("if",)
             if rule.cond is not None and not ex._truth(ex.evaluate(rule.cond, env)):
                 continue
+            where = rule.path + ("then",)
             if rule.first is None:
                 return _outcome(probe, rule.then, env, rule.path + ("then",))
+            where = rule.path + ("first",)
             found = None
             others = {n: dict(items) for n, items in inst.sweeps.items()
                       if n != rule.first["sweep"]}
@@ -85,11 +91,14 @@ def decide(inst: Instance, outputs: list[int], fout: Format) -> Outcome:
                     found = senv
                     break
             if found is not None:
-                return _outcome(probe, rule.then, found, rule.path + ("then",))
+                where = rule.path + ("then",)
+                return _outcome(probe, rule.then, found, where)
             if rule.not_found is not None:
-                return _outcome(probe, rule.not_found, env, rule.path + ("not_found",))
+                where = rule.path + ("not_found",)
+                return _outcome(probe, rule.not_found, env, where)
     except ex.ExprError as e:
-        raise InstantiationError(f"probe {probe.id}: decision: {e}") from None
+        raise InstantiationError(f"probe {probe.id} ({probe.file}:{probe.doc.line(where)}), "
+                                 f"decision {'.'.join(map(str, where))}: {e}") from None
     return INCONCLUSIVE
 
 

@@ -64,6 +64,8 @@ Value = Fraction | bool | Observed | float
 _OPS2 = ("**", "==", "!=", "<=", ">=")
 _OPS1 = "+-*/^()<>,"
 _KEYWORDS = ("and", "or", "not")
+#: ASCII digits only: str.isdigit() also holds for '²', full-width and other scripts' digits
+_DIGITS = "0123456789"
 
 
 def tokenize(text: str) -> list[tuple[str, str]]:
@@ -88,9 +90,9 @@ def tokenize(text: str) -> list[tuple[str, str]]:
             out.append(("hex", text[i:j]))
             i = j
             continue
-        if ch.isdigit() or (ch == "." and i + 1 < n and text[i + 1].isdigit()):
+        if ch in _DIGITS or (ch == "." and i + 1 < n and text[i + 1] in _DIGITS):
             j = i
-            while j < n and (text[j].isdigit() or text[j] == "."):
+            while j < n and (text[j] in _DIGITS or text[j] == "."):
                 j += 1
             lit = text[i:j]
             if lit.count(".") > 1:

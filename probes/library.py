@@ -22,7 +22,10 @@ def load_probes(paths: list[Path | str]) -> list[Probe]:
     probes: list[Probe] = []
     seen: dict[str, str] = {}
     for p in paths:
-        for doc in load_docs(p):
+        docs = load_docs(p, what="probe file")
+        if not docs:
+            raise InputError(f"{p}: no probe in the file (it is empty or holds only comments)")
+        for doc in docs:
             probe = parse_probe(doc)
             if probe.id in seen:
                 raise doc.error(("id",), f"unique id; {probe.id!r} is also defined in "

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from mmaprobe.models import limits
 from mmaprobe.models.errors import MmaprobeError
 from mmaprobe.models.formats import Format, FormatError, get_format
 from mmaprobe.models.yamldoc import Doc
@@ -169,15 +170,21 @@ class Probe:
                 self._row(inst, vec, env, fmt_in, fmt_c, k, fout)
                 continue
             var = vec.sweep["var"]
-            lo = ex.to_int(self._eval(vec.sweep["from"], env, vec.path + ("sweep", "from"),
-                                      fin, fout), "sweep.from")
-            hi = ex.to_int(self._eval(vec.sweep["to"], env, vec.path + ("sweep", "to"),
-                                      fin, fout), "sweep.to")
-            step = ex.to_int(self._eval(vec.sweep["step"], env, vec.path + ("sweep", "step"),
-                                        fin, fout), "sweep.step")
-            if step <= 0 or (hi - lo) // step + 1 > MAX_SWEEP:
-                raise InstantiationError(f"probe {self.id}: sweep {vec.name} needs a positive "
-                                         f"step and at most {MAX_SWEEP} values")
+            lo, hi, step = (self._int(vec.sweep[n], env, vec.path + ("sweep", n), fin, fout)
+                            for n in ("from", "to", "step"))
+            where = vec.path + ("sweep",)
+            if step <= 0:
+                raise self._error(where + ("step",), f"formats {fin}->{fout}: sweep "
+                                  f"{vec.name}: step must be positive, got {step}")
+            if lo > hi:
+                raise self._error(where, f"formats {fin}->{fout}: sweep {vec.name} from {lo} "
+                                  f"to {hi} is empty (from must not exceed to)")
+            count = (hi - lo) // step + 1
+            if count > MAX_SWEEP:
+                raise self._error(where, f"formats {fin}->{fout}: sweep {vec.name} from {lo} "
+                                  f"to {hi} has {count} values; at most {MAX_SWEEP}")
+            limits.PROBE_ROWS.check(len(inst.c) + count, f"{self._where(where)}: the probe's "
+                                    f"rows up to sweep {vec.name}")
             inst.sweeps[vec.name] = []
             for i in range(lo, hi + 1, step):
                 senv = dict(env)
@@ -185,6 +192,19 @@ class Probe:
                 inst.sweeps[vec.name].append((i, len(inst.c)))
                 self._row(inst, vec, senv, fmt_in, fmt_c, k, fout, f"{var}={i}")
         return inst
+
+    def _where(self, path: tuple) -> str:
+        return f"probe {self.id} ({self.file}:{self.doc.line(path)})"
+
+    def _error(self, path: tuple, message: str) -> InstantiationError:
+        return InstantiationError(f"{self._where(path)}, {message}")
+
+    def _int(self, node: Any, env: dict[str, Any], path: tuple, fin: str, fout: str) -> int:
+        value = self._eval(node, env, path, fin, fout)
+        try:
+            return ex.to_int(value, ".".join(map(str, path)))
+        except ex.ExprError as e:
+            raise self._error(path, f"formats {fin}->{fout}, {e}") from None
 
     def _eval(self, node: Any, env: dict[str, Any], path: tuple, fin: str, fout: str) -> Any:
         try:
@@ -222,10 +242,10 @@ class Probe:
             text = str(src)
             if ".." in text:
                 left, right = text.split("..", 1)
-                lo = ex.to_int(self._eval(left, env, where, fin, fout), "position")
-                hi = ex.to_int(self._eval(right, env, where, fin, fout), "position")
+                lo = self._int(left, env, where, fin, fout)
+                hi = self._int(right, env, where, fin, fout)
             else:
-                lo = hi = ex.to_int(self._eval(text, env, where, fin, fout), "position")
+                lo = hi = self._int(text, env, where, fin, fout)
         if not (0 <= lo <= hi < k):
             raise InstantiationError(f"probe {self.id} ({self.file}:{self.doc.line(where)}), "
                                      f"formats {fin}->{fout}: position {src!r} gives "
@@ -244,20 +264,19 @@ class Probe:
                         return fmt.nan_bits()
                     return fmt.inf_bits(int(s == "-inf"))
                 except FormatError as e:
-                    raise InstantiationError(f"probe {self.id}, format {fmt.name}, {term}: "
-                                             f"{e}") from None
+                    raise self._error(where, f"format {fmt.name}, {term}: {e}") from None
             if HEX_RE.fullmatch(s):
                 bits = int(s[2:].replace("_", ""), 16)
                 width = fmt.width or fmt.bits
                 if bits >> width:
-                    raise InstantiationError(f"probe {self.id}, format {fmt.name}, {term}: "
-                                             f"bit pattern {s} wider than {width} bits")
+                    raise self._error(where, f"format {fmt.name}, {term}: bit pattern {s} "
+                                             f"wider than {width} bits")
                 return bits
         x = self._eval(str(src) if not isinstance(src, str) else src, env, where, fmt.name,
                        fout)
         if not isinstance(x, Fraction):
-            raise InstantiationError(f"probe {self.id}, format {fmt.name}, {term}: expected a "
-                                     f"number, got {x!r}")
+            raise self._error(where, f"format {fmt.name}, {term}: expected a number, got "
+                                     f"{x!r}")
         bits = fmt.exact_bits(x)
         if bits is None:
             raise InstantiationError(f"probe {self.id} ({self.file}:{self.doc.line(where)}), "
@@ -268,8 +287,16 @@ class Probe:
 
 def _show(x: Fraction) -> str:
     if x.denominator == 1 or x.numerator.bit_length() > 64:
-        return str(x) if x.numerator.bit_length() < 64 else f"~{float(x):.6g}"
-    return f"{x} (~{float(x):.6g})"
+        return str(x) if x.numerator.bit_length() < 64 else f"~{_approx(x)}"
+    return f"{x} (~{_approx(x)})"
+
+
+def _approx(x: Fraction) -> str:
+    """x to 6 digits, or as a power of two when beyond the float range."""
+    try:
+        return f"{float(x):.6g}"
+    except OverflowError:
+        return f"2^{x.numerator.bit_length() - x.denominator.bit_length()}"
 
 
 def _json_data(x: Any) -> Any:

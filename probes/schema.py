@@ -139,6 +139,10 @@ def parse_probe(doc: Doc) -> Probe:
     _need(doc, isinstance(requires, list), ("requires",), "a list of feature names")
     for i, r in enumerate(requires):
         _need(doc, r in FEATURES, ("requires", i), f"a feature: one of {', '.join(FEATURES)}")
+        _need(doc, r != feature, ("requires", i),
+              f"a feature other than the one the probe decides ({feature})")
+    # names an expression sees: k, the first-rule's i and d, and the required features
+    reserved = {"k", "i", "d", *requires}
     when: dict[str, tuple[Any, ...]] = {}
     if "when" in d:
         _need(doc, isinstance(d["when"], dict), ("when",),
@@ -154,8 +158,17 @@ def parse_probe(doc: Doc) -> Probe:
         for name, src in d["let"].items():
             _need(doc, isinstance(name, str) and bool(NAME_RE.match(name)), ("let", name),
                   "a lower-case name")
+            _need(doc, name not in reserved, ("let", name),
+                  f"a name other than {', '.join(sorted(reserved))} (let {name} would shadow "
+                  f"one)")
             lets.append((name, _parse_expr(doc, src, ("let", name))))
     vectors = _parse_vectors(doc)
+    for v in vectors:
+        if v.sweep is not None:
+            taken = {"k", *requires} | {n for n, _ in lets}  # i: the first-rules' index
+            _need(doc, v.sweep["var"] not in taken, v.path + ("sweep", "var"),
+                  f"a variable name other than {', '.join(sorted(taken))} (it would shadow "
+                  f"one)")
     facts: list[tuple[str, Any]] = []
     if "facts" in d:
         _need(doc, isinstance(d["facts"], dict), ("facts",), "a mapping name -> expression")
@@ -246,7 +259,8 @@ def _parse_rules(doc: Doc, feature: str, sweeps: set[str]) -> list[Rule]:
             _need(doc, isinstance(f, dict) and set(f) == {"sweep", "where"}, path + ("first",),
                   "a mapping {sweep: NAME, where: EXPR}")
             _need(doc, f["sweep"] in sweeps, path + ("first", "sweep"),
-                  f"the name of a swept vector ({', '.join(sorted(sweeps)) or 'none'})")
+                  f"the name of a swept vector ({', '.join(sorted(sweeps)) or 'none'}), "
+                  f"got {f['sweep']!r}")
             first = {"sweep": f["sweep"], "where": _parse_expr(doc, f["where"],
                                                                path + ("first", "where"))}
         if "not_found" in r:

@@ -40,6 +40,8 @@ class Constraints:
     sign_a: str | None = None
     sign_b: str | None = None
     sign_c: str = "?"
+    #: the file the constraints came from, for messages
+    source: str = field(default="constraints", compare=False)
 
     @classmethod
     def from_dict(cls, data: Any, where: str = "constraints") -> Constraints:
@@ -80,22 +82,41 @@ class Constraints:
                 if not isinstance(v, str) or set(v) - set("+-?"):
                     raise InputError(f"{where}: {name}: expected a string of + - ?")
                 kw[name] = v
-        return cls(**kw)
+        return cls(**kw, source=where)
 
     @classmethod
     def load(cls, path: str | Path) -> Constraints:
-        return cls.from_dict(load_doc(path, "constraints").data, str(path))
+        """A constraints file; errors name the file, the line of the field and the field."""
+        doc = load_doc(path, "constraints")
+        where = str(path)
+        try:
+            return cls.from_dict(doc.data, where)
+        except InputError as e:
+            msg = str(e)[len(where) + 2:]
+            name = msg.split(":", 1)[0].strip()
+            has = isinstance(doc.data, dict) and name in doc.data
+            raise InputError(f"{where}:{doc.line((name,) if has else ())}: {msg}") from None
 
-    def check(self, k: int) -> None:
+    def check(self, k: int, in_format: Format | None = None,
+              c_format: Format | None = None) -> None:
+        """InputError unless the constraints fit K (and the formats, when given)."""
+        where = self.source
         for name, s in (("sign_a", self.sign_a), ("sign_b", self.sign_b)):
             if s is not None and len(s) != k:
-                raise InputError(f"constraints: {name} has {len(s)} characters, expected k={k}")
+                raise InputError(f"{where}: {name} has {len(s)} characters, expected k={k}")
         if len(self.sign_c) != 1:
-            raise InputError("constraints: sign_c must be one character")
+            raise InputError(f"{where}: sign_c must be one character")
         for name, z in (("zero_a", self.zero_a), ("zero_b", self.zero_b)):
             bad = sorted(i for i in z if i >= k)
             if bad:
-                raise InputError(f"constraints: {name} positions {bad} outside 0..{k - 1}")
+                raise InputError(f"{where}: {name} positions {bad} outside 0..{k - 1}")
+        for name, rng, fmt in (("exp_range", self.exp_range, in_format),
+                               ("c_exp_range", self.c_exp_range, c_format)):
+            if rng is not None and fmt is not None and (rng[0] > fmt.emax
+                                                        or rng[1] < fmt.emin):
+                raise InputError(f"{where}: {name} [{rng[0]}, {rng[1]}] holds no exponent of "
+                                 f"{fmt.name} (from {fmt.emin} to {fmt.emax}): only zeros "
+                                 f"would satisfy it")
 
     def fixed_zero(self, i: int) -> bool:
         """Position i contributes a +0 product whatever the other factor (both finite)."""

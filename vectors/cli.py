@@ -8,6 +8,7 @@ handler as ``func`` and returns an exit code: 0 ok, 1 check failed or mismatch f
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from mmaprobe.models.errors import MmaprobeError
@@ -29,20 +30,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: exit status of a command whose reader went away (128 + SIGPIPE, as a shell reports a
+#: Unix tool killed by SIGPIPE in ``mmaprobe presets | head``)
+EXIT_BROKEN_PIPE = 128 + 13
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
     try:
-        return int(args.func(args) or 0)
-    except MmaprobeError as e:
-        print(f"mmaprobe {args.command}: error: {e}", file=sys.stderr)
-        return 2
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        try:
+            rc = int(args.func(args) or 0)
+        except MmaprobeError as e:
+            sys.stdout.flush()
+            print(f"mmaprobe {args.command}: error: {e}", file=sys.stderr)
+            return 2
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return rc
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _discard_stdout() -> None:
+    """After the reader of stdout went away: point stdout at /dev/null so that the
+    interpreter's final flush of what is still buffered fails silently (Python's advice
+    for SIGPIPE, https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

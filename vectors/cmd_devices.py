@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mmaprobe.models.errors import InputError
 
-from . import cuda
+from . import cliargs, cuda
 from .output import check_writable
 from .suite import SuiteOptions
 from .survey import report, run_survey, targets, to_json, write_report
@@ -43,12 +43,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", metavar="REPORT", help="write the Markdown report here")
     p.add_argument("--raw", metavar="DIR",
                    help="keep suites and outputs here (default: REPORT's name + '.raw')")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--pool", type=int, default=1000, help="model-evaluated rows per suite")
-    p.add_argument("--random", type=int, default=64, help="ISSM random rows per suite")
-    p.add_argument("--smt-seconds", type=float, default=10.0,
+    p.add_argument("--seed", type=cliargs.seed, default=0)
+    p.add_argument("--pool", type=cliargs.positive_int, default=1000,
+                   help="model-evaluated rows per suite")
+    p.add_argument("--random", type=cliargs.count, default=64,
+                   help="ISSM random rows per suite")
+    p.add_argument("--smt-seconds", type=cliargs.seconds, default=10.0,
                    help="solver time per suite and per identification (0: none)")
-    p.add_argument("--max-queries", type=int, default=16)
+    p.add_argument("--max-queries", type=cliargs.positive_int, default=16)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_survey)
 

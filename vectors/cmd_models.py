@@ -3,27 +3,32 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import re
 import sys
 import time
+import warnings
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import yaml
 
+from mmaprobe.models import limits
 from mmaprobe.models.accumulator import evaluate
 from mmaprobe.models.bench import bench_model
 from mmaprobe.models.config import AccumulatorConfig
-from mmaprobe.models.errors import InputError
+from mmaprobe.models.errors import InputError, read_text
 from mmaprobe.models.formats import Format, FormatError, get_format
 from mmaprobe.models.gemm import gemm
 from mmaprobe.models.presets import get_preset, list_presets
 from mmaprobe.models.reference import reference_dot
 from mmaprobe.smt.bench import bench_smt
 
+from . import cliargs
+from .output import json_text
 from .validate import validate
 
 
@@ -42,7 +47,7 @@ def default_hwdata() -> Path:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("presets", help="list the device presets and their sources")
-    p.add_argument("--device", help="only this device (e.g. H100)")
+    p.add_argument("--device", type=cliargs.name, help="only this device (e.g. H100)")
     p.add_argument("--verbose", "-v", action="store_true", help="show every field")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_presets)
@@ -54,6 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--c", default="0", help="c: decimal or 0x bits (default 0)")
     p.add_argument("--explain", action="store_true", help="print the steps")
     p.add_argument("--json", action="store_true")
+    cliargs.allow_negative_values(p)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("validate", help="check presets bit for bit against recorded GPU "
@@ -61,8 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("data_dir", nargs="?", help="dataset root (default: ../shared/hwdata "
                                                "beside the checkout)")
     p.add_argument("--gpu", action="append", help="only this GPU folder (repeatable)")
-    p.add_argument("--limit", type=int, help="first N rows of each file")
-    p.add_argument("--show", type=int, default=3, help="mismatching rows shown per combination")
+    p.add_argument("--limit", type=cliargs.positive_int, help="first N rows of each file")
+    p.add_argument("--show", type=cliargs.count, default=3,
+                   help="mismatching rows shown per combination")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_validate)
 
@@ -71,8 +78,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--A", dest="A", help="A as a .npy file or a text file (rows of numbers)")
     p.add_argument("--B", dest="B", help="B, same forms")
     p.add_argument("--C", dest="C", help="C, same forms (default 0)")
-    p.add_argument("--alpha", type=float, default=1.0)
-    p.add_argument("--beta", type=float, default=0.0)
+    p.add_argument("--alpha", type=cliargs.finite_float, default=1.0)
+    p.add_argument("--beta", type=cliargs.finite_float, default=0.0)
     p.add_argument("--scheme", choices=["ab_first", "c_first"], default="ab_first",
                    help="ab_first: unit sums A*B, alpha/beta applied after in binary32 "
                         "(default); c_first: beta*C is the unit's first accumulator")
@@ -83,7 +90,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("bench", help="print dot products per second (and solver times)")
     p.add_argument("--preset", action="append", help="preset to time (repeatable)")
-    p.add_argument("--rows", type=int, default=10**6)
+    p.add_argument("--rows", type=cliargs.positive_int, default=10**6)
     p.add_argument("--smt", action="store_true", help="also time the SMT queries")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_bench)
@@ -105,6 +112,7 @@ def config_from_args(args) -> tuple[str, AccumulatorConfig]:
 
 
 _DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d{1,12})?|[+-]?\d{1,400}/\d{1,400}")
+_HEX = re.compile(r"0[xX][0-9a-fA-F]{1,32}")
 #: decimal exponents beyond this overflow or underflow every format anyway
 MAX_DECIMAL_EXPONENT = 2000
 
@@ -120,11 +128,13 @@ def parse_value(text: str, fmt: Format, what: str) -> tuple[int, str | None]:
     low = s.lower()
     if low.startswith("0x"):
         try:
+            if not _HEX.fullmatch(s):
+                raise ValueError(s)
             bits = int(s, 16)
             fmt.decode(bits)
         except (ValueError, FormatError):
-            raise InputError(f"{what}: {text!r} is not a {fmt.name} bit pattern (at most "
-                             f"{fmt.width} bits)") from None
+            raise InputError(f"{what}: {text!r} is not a {fmt.name} bit pattern (0x and hex "
+                             f"digits, at most {fmt.width} bits)") from None
         return bits, None
     if low in ("inf", "+inf", "-inf", "nan"):
         try:
@@ -212,9 +222,9 @@ def cmd_eval(args) -> int:
     if d != d_ref:  # the two engines must agree; say so loudly if they do not
         raise AssertionError(f"model {d:#x} and reference {d_ref:#x} disagree")
     if args.json:
-        print(json.dumps({"config": name, "a": [f"{x:#x}" for x in a],
-                          "b": [f"{x:#x}" for x in b], "c": f"{c:#x}", "d": f"{d:#x}",
-                          "d_value": fout.to_float(d), "steps": trace}, indent=1))
+        print(json_text({"config": name, "a": [f"{x:#x}" for x in a],
+                         "b": [f"{x:#x}" for x in b], "c": f"{c:#x}", "d": f"{d:#x}",
+                         "d_value": fout.to_float(d), "steps": trace}))
         return 0
     print(f"{name}: {cfg.describe()}")
     for i in range(cfg.k):
@@ -255,15 +265,44 @@ def cmd_validate(args) -> int:
 
 # -- gemm -----------------------------------------------------------------------------------
 
-def _load_matrix(path: str | None, what: str):
+def _load_matrix(path: str | None, what: str) -> np.ndarray | None:
+    """A matrix operand: a .npy file (numbers, 1-D or 2-D; its header is checked before
+    any data is read) or a text file of rows of numbers; errors name the operand and file."""
     if path is None:
         return None
+    if path.endswith(".npy"):
+        p = Path(path)
+        if not p.is_file():
+            kind = "not found" if not p.exists() else "not a regular file"
+            raise InputError(f"{what} ({path}): cannot read the matrix: {kind}")
+        try:  # memory-mapped: a header claiming terabytes fails here, nothing is allocated
+            arr = np.load(p, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError, EOFError) as e:
+            raise InputError(f"{what} ({path}): not a readable .npy array: {e}") from None
+    else:
+        text = read_text(path, f"{what} matrix")
+        if not text.strip():
+            raise InputError(f"{what} ({path}): no rows of numbers (empty file)")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # an empty file is an error, not a warning
+                arr = np.loadtxt(io.StringIO(text), ndmin=2)
+        except (ValueError, UserWarning) as e:
+            raise InputError(f"{what} ({path}): expected rows of numbers: {e}") from None
+    if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "biuf":
+        kind = getattr(arr, "dtype", type(arr))
+        raise InputError(f"{what} ({path}): expected real numbers, got an array of {kind}")
+    if arr.ndim not in (1, 2) or arr.size == 0:
+        raise InputError(f"{what} ({path}): expected a non-empty 1-D or 2-D array, got shape "
+                         f"{arr.shape}")
+    return np.atleast_2d(np.array(arr, dtype=np.float64))
+
+
+def _fits(shape: tuple[int, ...], target: tuple[int, int]) -> bool:
     try:
-        if path.endswith(".npy"):
-            return np.load(path)
-        return np.loadtxt(path, ndmin=2)
-    except (OSError, ValueError) as e:
-        raise InputError(f"{what} ({path}): {e}") from None
+        return np.broadcast_shapes(shape, target) == target
+    except ValueError:
+        return False
 
 
 def hazard_matrices(K: int = 8192):
@@ -285,16 +324,30 @@ def hazard_matrices(K: int = 8192):
 def cmd_gemm(args) -> int:
     name, cfg = config_from_args(args)
     if args.hazard:
+        given = [f for f in ("A", "B", "C") if getattr(args, f) is not None]
+        given += [f for f, v, d in (("alpha", args.alpha, 1.0), ("beta", args.beta, 0.0))
+                  if v != d]
+        if given:
+            raise InputError(f"--hazard runs the [FTTN24] Sec. V matrices with their own "
+                             f"alpha and beta; drop --{', --'.join(given)}")
         A, B, C = hazard_matrices()
         alpha, beta = -1.0, 1.0
     else:
-        A, B = _load_matrix(args.A, "A"), _load_matrix(args.B, "B")
-        if A is None or B is None:
+        if args.A is None or args.B is None:
             raise InputError("gemm needs --A and --B (or --hazard)")
+        A, B = _load_matrix(args.A, "A"), _load_matrix(args.B, "B")
         C, alpha, beta = _load_matrix(args.C, "C"), args.alpha, args.beta
+        (m, K), n = A.shape, B.shape[1]
+        if B.shape[0] != K:
+            raise InputError(f"B ({args.B}): A is {m}x{K} so B must have {K} rows; got shape "
+                             f"{B.shape}")
+        if C is not None and not _fits(C.shape, (m, n)):
+            raise InputError(f"C ({args.C}): shape {C.shape} does not fit D, which is "
+                             f"{m}x{n}")
+        limits.ROWS.check(m * n, f"gemm: {m}x{n} outputs", K + (-K) % cfg.k)
     D = gemm(cfg, A, B, C, alpha, beta, args.scheme)
     if args.json:
-        print(json.dumps({"config": name, "scheme": args.scheme, "D": D.tolist()}))
+        print(json_text({"config": name, "scheme": args.scheme, "D": D.tolist()}, None))
     else:
         if args.hazard:
             print(f"[FTTN24] Sec. V hazard on {name} ({args.scheme}): D_ij = {float(D[0, 0])!r} "
@@ -311,9 +364,11 @@ BENCH_PRESETS = ["h100-fp16-fp32", "a100-bf16-fp32-k16"]
 
 def cmd_bench(args) -> int:
     names = args.preset or BENCH_PRESETS
+    presets = [get_preset(name) for name in names]
+    for p in presets:  # before generating any input
+        limits.ROWS.check(args.rows, f"--rows on {p.name}", p.config.k)
     out = []
-    for name in names:
-        p = get_preset(name)
+    for p in presets:
         r = bench_model(p.config, rows=args.rows)
         r["preset"] = p.name
         out.append(r)

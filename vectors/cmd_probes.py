@@ -98,11 +98,24 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise InputError(f"no probe matches {args.probes!r}")
     spaces = _spaces(args.space)
     report = run_check(probes, spaces, None if args.quiet else stderr_progress)
+    _require_applicable(report)
     if args.json:
         print(json.dumps(_report_json(report), indent=1))
     else:
         _print_report(report)
     return 1 if report.failed else 0
+
+
+def _require_applicable(report: CheckReport) -> None:
+    """An InputError when no probe applied to any configuration: a check of nothing must
+    not report success."""
+    if any(r.tried for r in report.results):
+        return
+    where = "; ".join(f"{s['id']} ({s['file']})" for s in report.spaces[:4])
+    ids = ", ".join(r.probe.id for r in report.results[:4])
+    raise InputError(f"no probe applies to any configuration of the space(s) {where}: "
+                     f"nothing was checked (probes {ids}{' ...' if len(report.results) > 4 else ''}"
+                     f"; compare their formats and k with the spaces)")
 
 
 def _report_json(report: CheckReport) -> dict[str, Any]:
@@ -146,6 +159,7 @@ def cmd_authenticate(args: argparse.Namespace) -> int:
     probes = suite_probes(args.suite)
     spaces = _spaces(args.space)
     report = run_check(probes, spaces, None if args.quiet else stderr_progress)
+    _require_applicable(report)
     verdicts = []
     for r in report.results:
         if r.tried == 0:

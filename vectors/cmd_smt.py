@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import z3
 
@@ -19,6 +18,9 @@ from mmaprobe.smt.distinguish import EncodingMismatch, distinguish
 from mmaprobe.smt.encode import check_encodable
 from mmaprobe.smt.probe_yaml import dump_probes, probe_document
 from mmaprobe.smt.synth import robust_probe
+
+from . import cliargs
+from .output import check_output, json_text, write_atomic
 
 
 def register(sub) -> None:
@@ -35,7 +37,7 @@ def register(sub) -> None:
     p.add_argument("--constraints", metavar="FILE",
                    help="input constraints YAML (finite, normal, exp_range, c_exp_range, "
                         "zero_a, zero_b, zero_c, sign_a, sign_b, sign_c)")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="S",
+    p.add_argument("--timeout", type=cliargs.timeout, default=60.0, metavar="S",
                    help="total solver time in seconds (default 60)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_distinguish)
@@ -50,7 +52,7 @@ def register(sub) -> None:
     s.add_argument("--space", required=True, metavar="FILE", help="candidate space YAML")
     s.add_argument("-o", "--output", required=True, metavar="FILE", help="probe YAML to write")
     s.add_argument("--constraints", metavar="FILE", help="input constraints YAML")
-    s.add_argument("--timeout", type=float, default=300.0, metavar="S",
+    s.add_argument("--timeout", type=cliargs.timeout, default=300.0, metavar="S",
                    help="total time per probe in seconds (default 300)")
     s.add_argument("--json", action="store_true", help="machine-readable summary")
     s.set_defaults(func=cmd_synthesize)
@@ -77,8 +79,7 @@ def cmd_distinguish(args) -> int:
     cons = Constraints.load(args.constraints) if args.constraints else Constraints()
     check_encodable(ca)
     check_encodable(cb)
-    if args.timeout <= 0:
-        raise InputError("--timeout must be positive")
+    cons.check(ca.k, get_format(ca.in_format), get_format(ca.c_format))
     try:
         d = distinguish(ca, cb, cons, timeout=args.timeout)
     except EncodingMismatch as e:
@@ -96,7 +97,7 @@ def cmd_distinguish(args) -> int:
         if d.vector is not None:
             doc["vector"] = _vec_json(ca, d.vector.a, d.vector.b, d.vector.c)
             doc["outputs"] = {na: f"{d.out_a:#x}", nb: f"{d.out_b:#x}"}
-        print(json.dumps(doc, indent=2))
+        print(json_text(doc, 2))
     elif d.status == "distinct":
         assert d.vector is not None and d.out_a is not None and d.out_b is not None
         v = _vec_json(ca, d.vector.a, d.vector.b, d.vector.c)
@@ -126,17 +127,23 @@ def cmd_synthesize(args) -> int:
     if args.feature not in FEATURES:
         raise InputError(f"unknown feature {args.feature!r}; valid features: "
                          f"{', '.join(FEATURES)}")
+    out = check_output(args.output, "probe file", [args.space, args.constraints])
     cons = Constraints.load(args.constraints) if args.constraints else Constraints()
     spaces = load_spaces([args.space])
     docs = []
     summary = []
     failed = False
-    for sp in spaces:
+    plan = []
+    for sp in spaces:  # every shape checked before the first (long) synthesis
         shapes: dict[tuple, list[AccumulatorConfig]] = {}
         for cfg in sp.configs:
             check_encodable(cfg)
             key = (cfg.in_format, cfg.c_format, cfg.out_format, cfg.k)
             shapes.setdefault(key, []).append(cfg)
+        for key in shapes:
+            cons.check(key[3], get_format(key[0]), get_format(key[1]))
+        plan.append((sp, shapes))
+    for sp, shapes in plan:
         for key, cfgs in shapes.items():
             def say(msg: str, key=key, sid=sp.id) -> None:
                 if not args.json:
@@ -160,7 +167,7 @@ def cmd_synthesize(args) -> int:
                             "solver_queries": p.rounds, "method": p.method,
                             "seconds": round(p.seconds, 2)})
     if docs:
-        Path(args.output).write_text(dump_probes(docs))
+        write_atomic(out, dump_probes(docs), "probe file")
     if args.json:
         print(json.dumps({"output": args.output, "probes": summary}, indent=2))
     else:

@@ -11,18 +11,22 @@ from pathlib import Path
 from mmaprobe.models.errors import InputError
 from mmaprobe.models.space import canonical_shape, space_for
 
+from . import cliargs
 from . import identify as ident_mod
 from . import infer as infer_mod
 from .devices import EXEC_TIMEOUT, KINDS, device_from_args
-from .suite import SuiteOptions, build_suite
+from .output import check_creatable, check_output, write_atomic, write_files
+from .suite import SuiteOptions, build_suite, check_options
 from .suitefile import (
     Observed,
+    layout_inputs,
+    layout_paths,
+    layout_texts,
     read_observed,
     read_suite,
+    suite_text,
     write_d_file,
-    write_layout,
     write_observed,
-    write_suite,
 )
 
 
@@ -35,18 +39,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--in", dest="fin", required=True, help="input format (e.g. binary16)")
     p.add_argument("--out", dest="fout", required=True, help="output format (e.g. binary32)")
     p.add_argument("--c", dest="fc", help="accumulator (c) format (default: the output format)")
-    p.add_argument("--k", type=int, required=True, help="products per output element")
+    p.add_argument("--k", type=cliargs.k_value, required=True,
+                   help="products per output element")
     p.add_argument("--space", help="candidate space YAML (default: the neighbourhood space)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--random", type=int, default=64, help="ISSM random rows (normal + edge)")
-    p.add_argument("--pool", type=int, default=1500, help="model-evaluated candidate rows")
-    p.add_argument("--smt-seconds", type=float, default=30.0,
+    p.add_argument("--seed", type=cliargs.seed, default=0)
+    p.add_argument("--random", type=cliargs.count, default=64,
+                   help="ISSM random rows (normal + edge)")
+    p.add_argument("--pool", type=cliargs.positive_int, default=1500,
+                   help="model-evaluated candidate rows")
+    p.add_argument("--smt-seconds", type=cliargs.seconds, default=30.0,
                    help="total SMT solver time for discriminators (0: model search only)")
     p.add_argument("-o", "--output", required=True, help="suite JSON file to write")
     p.add_argument("--layout", choices=["json", "matlab-tc"], default="json",
                    help="matlab-tc: also write a_/b_/c_ hex-row files for CUDA harnesses")
     p.add_argument("--layout-dir", help="root of the matlab-tc files (default: beside -o)")
-    p.add_argument("--gpu", default="DEVICE", help="GPU folder name of the matlab-tc layout")
+    p.add_argument("--gpu", type=cliargs.folder_name, default="DEVICE",
+                   help="GPU folder name of the matlab-tc layout")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     p.set_defaults(func=cmd_suite)
 
@@ -71,9 +79,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                         "(or a class proven equivalent) remains")
     add_device_args(p, shape=True)
     p.add_argument("--space", help="candidate space YAML (default: the neighbourhood space)")
-    p.add_argument("--max-queries", type=int, default=16)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--smt-seconds", type=float, default=20.0)
+    p.add_argument("--max-queries", type=cliargs.positive_int, default=16)
+    p.add_argument("--seed", type=cliargs.seed, default=0)
+    p.add_argument("--smt-seconds", type=cliargs.seconds, default=20.0)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_identify)
 
@@ -85,33 +93,41 @@ def add_device_args(p: argparse.ArgumentParser, shape: bool = False) -> None:
     g.add_argument("--preset", help="the model of a preset (see `mmaprobe presets`)")
     g.add_argument("--config", help="the model of an accumulator configuration YAML")
     g.add_argument("--device", help="a device spec: " + ", ".join(KINDS.values()))
-    p.add_argument("--device-timeout", type=float, default=EXEC_TIMEOUT, metavar="S",
+    p.add_argument("--device-timeout", type=cliargs.timeout, default=EXEC_TIMEOUT, metavar="S",
                    help=f"seconds an exec: harness may take per batch (default "
                         f"{EXEC_TIMEOUT:g})")
     if shape:
         p.add_argument("--in", dest="fin", help="input format of an exec: device")
         p.add_argument("--out", dest="fout", help="output format of an exec: device")
         p.add_argument("--c", dest="fc", help="c format of an exec: device (default: --out)")
-        p.add_argument("--k", type=int, help="K of an exec: device")
+        p.add_argument("--k", type=cliargs.k_value, help="K of an exec: device")
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
     fin, fc, fout, k = canonical_shape(args.fin, args.fc, args.fout, args.k)
-    if args.random < 0 or args.pool < 1:
-        raise InputError("--random must be >= 0 and --pool >= 1")
-    space = space_for(args.space, fin, fc, fout, k)
     opts = SuiteOptions(seed=args.seed, random=args.random, pool=args.pool,
                         smt_seconds=args.smt_seconds, use_smt=args.smt_seconds > 0)
+    check_options(opts, k)
+    out = check_output(args.output, "suite", [args.space])
+    space = space_for(args.space, fin, fc, fout, k)
+    lay_root = None
+    if args.layout == "matlab-tc":  # every file checked before the generation
+        lay_root = Path(args.layout_dir) if args.layout_dir else out.with_suffix("")
+        for p in layout_paths(lay_root, args.gpu, space).values():
+            check_creatable(p, "MATLAB-layout files", [args.space, out])
     suite = build_suite(space, opts, _progress)
-    files = {}
-    if args.layout == "matlab-tc":
-        root = Path(args.layout_dir) if args.layout_dir else Path(args.output).with_suffix("")
-        files = {n: str(p) for n, p in write_layout(root, args.gpu, suite).items() if n != "d"}
+    files: dict[str, str] = {}
+    texts: dict[Path, str] = {}
+    if lay_root is not None:
+        texts = layout_texts(lay_root, args.gpu, suite)
+        files = {n: str(p) for n, p in layout_paths(lay_root, args.gpu, suite).items()
+                 if n != "d"}
         # file names relative to the suite, for the record; nothing ever writes by them
-        base = Path(args.output).resolve().parent
+        base = out.resolve().parent
         suite.meta["layout"] = {"kind": "matlab-tc", "gpu": args.gpu, "files": {
             n: os.path.relpath(Path(p).resolve(), base) for n, p in files.items()}}
-    write_suite(args.output, suite)
+    # the suite and its layout files together: all of them or none
+    write_files({out: suite_text(suite), **texts}, "suite", make_dirs=True)
     st = suite.meta["generator"]["discrimination"]
     summary = {"suite": args.output, "vectors": suite.size,
                "probe_vectors": suite.meta["generator"]["probe_vectors"],
@@ -132,14 +148,26 @@ def cmd_suite(args: argparse.Namespace) -> int:
     return 0
 
 
+def _device_inputs(args: argparse.Namespace) -> list[str]:
+    """Files a --config or --device spec reads (config:FILE, recorded:FILE)."""
+    out = [args.config] if getattr(args, "config", None) else []
+    spec = getattr(args, "device", None) or ""
+    kind, _, rest = spec.partition(":")
+    if kind in ("config", "recorded") and rest:
+        out.append(rest)
+    return out
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     suite = read_suite(args.suite)
-    dev = device_from_args(args).with_shape((suite.in_format, suite.c_format,
-                                             suite.out_format, suite.k))
+    inputs = [args.suite, *_device_inputs(args), *layout_inputs(suite)]
+    out = check_output(args.output, "observed outputs", inputs)
+    dev = device_from_args(args)
+    dev.check_shape((suite.in_format, suite.c_format, suite.out_format, suite.k), args.suite)
+    dev = dev.with_shape((suite.in_format, suite.c_format, suite.out_format, suite.k))
     device = dev.name
     d = dev.run(suite.a, suite.b, suite.c)
     obs = Observed(list(suite.ids), d, suite.out_format, {"device": device})
-    out = Path(args.output)
     if out.suffix == ".txt":
         write_d_file(out, obs)
     else:
@@ -152,13 +180,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_infer(args: argparse.Namespace) -> int:
+    report_path = None
+    if args.report:
+        report_path = check_output(args.report, "report",
+                                   [args.suite, args.observed, args.space])
     suite = read_suite(args.suite)
     obs = read_observed(args.observed, suite, args.suite)
     space = space_for(args.space, suite.in_format, suite.c_format, suite.out_format, suite.k)
     inf = infer_mod.infer(suite, obs, space, _progress)
     text = infer_mod.report(inf)
-    if args.report:
-        Path(args.report).write_text(text)
+    if report_path is not None:
+        write_atomic(report_path, text, "report")
     if args.json:
         print(json.dumps(infer_mod.to_json(inf), indent=1))
     elif not args.report:

@@ -8,14 +8,18 @@ binary strings; fp16 outputs converted exactly).  See shared/hwdata/README.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
-from mmaprobe.models.errors import InputError
+from mmaprobe.models import limits
+from mmaprobe.models.errors import InputError, read_text
 from mmaprobe.models.formats import Format, get_format
+
+from .output import write_atomic
 
 BINARY32 = get_format("binary32")
 
@@ -27,66 +31,85 @@ OUTPUT_FORMATS = {"fp32": "binary32", "fp16": "binary16"}
 KNOWN_GPUS = ("V100", "A100", "A2", "A30", "Ada", "L40S", "H100", "H200", "B200")
 
 
-def read_hex_rows(path: Path, k: int | None = None) -> np.ndarray:
-    """Lines of whitespace-separated 8-digit hex words -> uint64 array (N, K)."""
+_HEX_WORD = re.compile(r"[0-9a-fA-F]{8}")
+_BIN_WORD = re.compile(r"[01]{32}")
+
+
+def read_hex_rows(path: Path, k: int | None = None,
+                  lines: list[int] | None = None) -> np.ndarray:
+    """Lines of whitespace-separated 8-digit hex words -> uint64 array (N, K); the line
+    number of each row is appended to ``lines`` when given.  Blank lines are skipped;
+    anything else that is not K words of exactly 8 hex digits is an error naming the
+    file and line."""
     rows = []
-    with open(path) as f:
-        for lineno, line in enumerate(f, 1):
-            words = line.split()
-            if not words:
-                continue
-            if k is not None and len(words) != k:
-                raise InputError(f"{path}:{lineno}: expected {k} hex values, got {len(words)}")
-            if k is None:
-                k = len(words)
-            try:
-                vals = [int(w, 16) for w in words]
-            except ValueError:
-                raise InputError(f"{path}:{lineno}: expected 8-digit hex words, got "
-                                 f"{line.strip()[:60]!r}") from None
-            if any(len(w) > 8 for w in words):
-                raise InputError(f"{path}:{lineno}: hex word longer than 8 digits")
-            rows.append(vals)
+    for lineno, line in enumerate(_text(path).splitlines(), 1):
+        words = line.split()
+        if not words:
+            continue
+        if k is not None and len(words) != k:
+            raise InputError(f"{path}:{lineno}: expected {k} hex values, got {len(words)}")
+        if k is None:
+            k = len(words)
+        for j, w in enumerate(words):
+            if not _HEX_WORD.fullmatch(w):
+                raise InputError(f"{path}:{lineno}: word {j + 1}: expected 8 hex digits (a "
+                                 f"binary32 bit pattern), got {w[:20]!r}")
+        rows.append([int(w, 16) for w in words])
+        if lines is not None:
+            lines.append(lineno)
+        limits.VECTORS.check(len(rows), f"{path}:{lineno}")
     if not rows:
         raise InputError(f"{path}: no rows")
     return np.array(rows, dtype=np.uint64)
 
 
-def read_bin_rows(path: Path) -> np.ndarray:
+def read_bin_rows(path: Path, lines: list[int] | None = None) -> np.ndarray:
     """Lines holding one 32-character binary string -> uint64 array (N,)."""
     out = []
-    with open(path) as f:
-        for lineno, line in enumerate(f, 1):
-            s = line.strip()
-            if not s:
-                continue
-            if len(s) != 32 or set(s) - {"0", "1"}:
-                raise InputError(f"{path}:{lineno}: expected a 32-character binary string, "
-                                 f"got {s[:40]!r}")
-            out.append(int(s, 2))
+    for lineno, line in enumerate(_text(path).splitlines(), 1):
+        s = line.strip()
+        if not s:
+            continue
+        if not _BIN_WORD.fullmatch(s):
+            raise InputError(f"{path}:{lineno}: expected a 32-character binary string, "
+                             f"got {s[:40]!r}")
+        out.append(int(s, 2))
+        if lines is not None:
+            lines.append(lineno)
+        limits.VECTORS.check(len(out), f"{path}:{lineno}")
     if not out:
         raise InputError(f"{path}: no rows")
     return np.array(out, dtype=np.uint64)
 
 
+def _text(path: Path) -> str:
+    return read_text(path, "data file of the MATLAB-tensor-core layout")
+
+
+def hex_rows_text(rows: np.ndarray) -> str:
+    return "".join(" ".join(f"{int(x):08x}" for x in r) + " \n"
+                   for r in np.asarray(rows, dtype=np.uint64))
+
+
+def bin_rows_text(values: np.ndarray) -> str:
+    return "".join(f"{int(v):032b}\n" for v in np.asarray(values, dtype=np.uint64))
+
+
 def write_hex_rows(path: Path, rows: np.ndarray) -> None:
-    with open(path, "w") as f:
-        for r in np.asarray(rows, dtype=np.uint64):
-            f.write(" ".join(f"{int(x):08x}" for x in r) + " \n")
+    write_atomic(path, hex_rows_text(rows), "hex-row file")
 
 
 def write_bin_rows(path: Path, values: np.ndarray) -> None:
-    with open(path, "w") as f:
-        for v in np.asarray(values, dtype=np.uint64):
-            f.write(f"{int(v):032b}\n")
+    write_atomic(path, bin_rows_text(values), "binary-row file")
 
 
 def convert_exact(bits: np.ndarray, src: Format, dst: Format, path: Path | str = "",
-                  mode: str | None = None) -> np.ndarray:
+                  mode: str | None = None, lines: list[int] | None = None) -> np.ndarray:
     """Re-encode patterns of src as patterns of dst; values must be exact unless mode is given.
 
     NaNs map to dst's NaN, infinities to dst's infinities.  An inexact value without a
-    rounding mode is an error naming the file and row.
+    rounding mode is an error naming the file and line (``lines[row]`` when the reader
+    recorded them, else row + 1) and, for rows of K words, the word.
     """
     bits = np.asarray(bits, dtype=np.uint64)
     uniq, inverse = np.unique(bits, return_inverse=True)
@@ -103,10 +126,12 @@ def convert_exact(bits: np.ndarray, src: Format, dst: Format, path: Path | str =
             x = src.to_fraction(int(u))
             y = dst.from_fraction(x, mode or "rne")
             if mode is None and dst.to_fraction(y) != x:
-                rows = np.nonzero(bits == u)[0]
-                row = int(rows[0]) // (bits.shape[1] if bits.ndim == 2 else 1) + 1
-                raise InputError(f"{path}:{row}: value {float(x)!r} ({int(u):#x}) is not "
-                                 f"representable in {dst.name}")
+                where = np.nonzero(bits == u)
+                row = int(where[0][0])
+                line = lines[row] if lines is not None and row < len(lines) else row + 1
+                word = f" word {int(where[1][0]) + 1}:" if bits.ndim == 2 else ""
+                raise InputError(f"{path}:{line}:{word} value {float(x)!r} ({int(u):#x}) is "
+                                 f"not representable in {dst.name}")
             table[i] = y
     return table[inverse].reshape(bits.shape)
 
@@ -124,6 +149,7 @@ class DataSet:
     c: np.ndarray  # binary32 patterns (N,)
     d: np.ndarray  # binary32 patterns (N,)
     path: Path
+    lines: dict[str, list[int]] = field(default_factory=dict)  # file line of each row
 
     @property
     def k(self) -> int:
@@ -141,20 +167,27 @@ def find_datasets(root: Path, gpus: list[str] | None = None) -> list[tuple[str, 
         raise InputError(f"{root}: not a directory")
     wanted = None if not gpus else {g.lower() for g in gpus}
     if wanted:
-        present = {p.name.lower() for p in root.iterdir() if p.is_dir()}
+        present = {p.name.lower() for p in _subdirs(root)}
         missing = wanted - present
         if missing:
             raise InputError(f"{root}: no data for GPU(s) {', '.join(sorted(missing))}; "
                              f"present: {', '.join(sorted(present)) or 'none'}")
     out = []
-    for gdir in sorted(p for p in root.iterdir() if p.is_dir()):
+    for gdir in _subdirs(root):
         if wanted and gdir.name.lower() not in wanted:
             continue
-        for fdir in sorted(p for p in gdir.iterdir() if p.is_dir()):
+        for fdir in _subdirs(gdir):
             out.append((gdir.name, fdir.name, fdir))
     if not out:
         raise InputError(f"{root}: no <GPU>/<informat>/ folders found")
     return out
+
+
+def _subdirs(path: Path) -> list[Path]:
+    try:
+        return sorted(p for p in path.iterdir() if p.is_dir())
+    except OSError as e:
+        raise InputError(f"{path}: cannot list the folder: {e.strerror or e}") from None
 
 
 def load_dataset(gpu: str, folder: str, path: Path, out: str,
@@ -169,16 +202,20 @@ def load_dataset(gpu: str, folder: str, path: Path, out: str,
     for n, p in files.items():
         if not p.is_file():
             raise InputError(f"{p}: missing ({n} file of the MATLAB-tensor-core layout)")
-    a = read_hex_rows(files["a"])
-    b = read_hex_rows(files["b"], a.shape[1])
-    c, d = read_bin_rows(files["c"]), read_bin_rows(files["d"])
+    lines: dict[str, list[int]] = {n: [] for n in files}
+    a = read_hex_rows(files["a"], lines=lines["a"])
+    b = read_hex_rows(files["b"], a.shape[1], lines=lines["b"])
+    c, d = read_bin_rows(files["c"], lines["c"]), read_bin_rows(files["d"], lines["d"])
     n = {len(a), len(b), len(c), len(d)}
     if len(n) != 1:
         raise InputError(f"{path}: row counts differ: a {len(a)}, b {len(b)}, c {len(c)}, "
                          f"d {len(d)}")
-    if limit:
+    if limit is not None:
+        if limit < 1:
+            raise InputError(f"--limit must be a positive number of rows, got {limit}")
         a, b, c, d = a[:limit], b[:limit], c[:limit], d[:limit]
-    return DataSet(gpu, folder, FOLDER_FORMATS[key], OUTPUT_FORMATS[out], a, b, c, d, path)
+    return DataSet(gpu, folder, FOLDER_FORMATS[key], OUTPUT_FORMATS[out], a, b, c, d, path,
+                   lines)
 
 
 def output_files(path: Path, gpu: str) -> list[str]:

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from mmaprobe.models import limits
+from mmaprobe.models.errors import InputError
 from mmaprobe.models.features import expression_bindings, feature_value
 from mmaprobe.models.formats import get_format
 from mmaprobe.models.partition import classes, outputs_matrix, refine, split_fields
@@ -215,6 +217,15 @@ def discriminate(bld: _Builder, opts: SuiteOptions, rng: np.random.Generator,
             "unsplit_class_count": len(together)}
 
 
+def check_options(opts: SuiteOptions, k: int) -> None:
+    """InputError unless the row counts are non-negative and within the row limit for K
+    (checked before any row is generated)."""
+    if opts.pool < 1 or opts.random < 0 or opts.seed < 0:
+        raise InputError("--pool must be >= 1, --random and --seed >= 0")
+    limits.ROWS.check(opts.pool, "--pool", k)
+    limits.ROWS.check(opts.random, "--random", k)
+
+
 def build_suite(space: CandidateSpace, opts: SuiteOptions, progress: Progress = None) -> Suite:
     """A test-vector suite for new hardware of the space's formats and K.
 
@@ -228,6 +239,7 @@ def build_suite(space: CandidateSpace, opts: SuiteOptions, progress: Progress = 
     >>> suite.k, suite.size > 50, sorted({p["kind"] for p in suite.provenance})
     (4, True, ['discriminator', 'probe', 'random'])
     """
+    check_options(opts, space.k)
     t0 = time.monotonic()
     rng = np.random.default_rng(opts.seed)
     bld = _Builder(space)

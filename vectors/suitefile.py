@@ -10,23 +10,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mmaprobe.models import limits
+from mmaprobe.models.config import field_problem
 from mmaprobe.models.errors import InputError, read_text
 from mmaprobe.models.formats import Format, FormatError, get_format
 
 from .matlab_tc import (
     FOLDER_FORMATS,
+    bin_rows_text,
     convert_exact,
+    hex_rows_text,
     read_bin_rows,
     read_hex_rows,
-    write_bin_rows,
-    write_hex_rows,
 )
+from .output import write_atomic, write_files
 
 SUITE_SCHEMA = "mmaprobe-suite"
 OBSERVED_SCHEMA = "mmaprobe-observed"
@@ -96,26 +100,51 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"non-JSON constant {name}")
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(f"duplicate key {key!r} in one object (the second would "
+                                f"silently win)")
+        out[key] = value
+    return out
+
+
 def read_json(path: str | Path, what: str) -> Any:
+    """A JSON file: strict (no NaN/Infinity constants, no duplicate keys, nesting within
+    the interpreter's recursion limit); errors name the file (and line where the parser
+    knows it)."""
     p = Path(path)
     text = read_text(p, what)
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant,
+                          object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as e:
         raise InputError(f"{p}:{e.lineno}: malformed or truncated JSON {what}: {e.msg}") from None
+    except _DuplicateKey as e:
+        raise InputError(f"{p}: malformed JSON {what}: {e}") from None
     except ValueError as e:
         raise InputError(f"{p}: malformed JSON {what}: {e} (bit patterns must be hex "
                          f"strings, e.g. \"0x7fc00000\")") from None
+    except RecursionError:
+        raise InputError(f"{p}: JSON {what} nested too deeply") from None
+
+
+_HEX = re.compile(r"0[xX][0-9a-fA-F]{1,32}")
 
 
 def _parse_bits(p: Path, where: str, v: Any, fmt: Format) -> int:
     if not isinstance(v, str) or not v.lower().startswith("0x"):
         raise InputError(f"{p}: {where}: expected a hex bit pattern string like \"0x3c00\", "
                          f"got {json.dumps(v)[:40]}")
-    try:
-        x = int(v[2:], 16)
-    except ValueError:
-        raise InputError(f"{p}: {where}: malformed hex bit pattern {v!r}") from None
+    if not _HEX.fullmatch(v):
+        raise InputError(f"{p}: {where}: malformed hex bit pattern {v[:40]!r} (expected 0x "
+                         f"and hex digits only)")
+    x = int(v[2:], 16)
     width = fmt.width or fmt.bits
     if x >> width:
         raise InputError(f"{p}: {where}: {v} is wider than {fmt.name}'s {width} bits")
@@ -133,8 +162,9 @@ def _formats(p: Path, data: dict[str, Any]) -> tuple[str, str, str, int]:
     except (FormatError, TypeError) as e:
         raise InputError(f"{p}: formats: {e}") from None
     k = data.get("k")
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise InputError(f"{p}: 'k' must be a positive integer, got {k!r}")
+    problem = field_problem("k", k)
+    if problem:
+        raise InputError(f"{p}: k: got {str(k)[:40]}, expected {problem}")
     return names[0], names[1], names[2], k
 
 
@@ -157,6 +187,9 @@ def read_suite(path: str | Path) -> Suite:
     vecs = data.get("vectors")
     if not isinstance(vecs, list) or not vecs:
         raise InputError(f"{p}: 'vectors' must be a non-empty list")
+    limits.VECTORS.check(len(vecs), f"{p}: vectors")
+    if "layout" in data:
+        _check_layout(p, data["layout"])
     ids: list[str] = []
     seen: set[str] = set()
     a = np.zeros((len(vecs), k), dtype=np.uint64)
@@ -190,8 +223,47 @@ def read_suite(path: str | Path) -> Suite:
     return suite
 
 
+def suite_text(suite: Suite) -> str:
+    return json.dumps(suite.to_json(), indent=1) + "\n"
+
+
 def write_suite(path: str | Path, suite: Suite) -> None:
-    Path(path).write_text(json.dumps(suite.to_json(), indent=1) + "\n")
+    write_atomic(path, suite_text(suite), "suite")
+
+
+LAYOUT_KEYS = {"kind", "gpu", "files"}
+
+
+def _check_layout(p: Path, lay: Any) -> None:
+    """The suite's record of its MATLAB-layout files (informational: ``run`` never writes
+    by it, but refuses to overwrite the files it names)."""
+    if not isinstance(lay, dict):
+        raise InputError(f"{p}: layout: expected a mapping {{kind, gpu, files}}, got "
+                         f"{json.dumps(lay)[:40]}")
+    unknown = sorted(set(lay) - LAYOUT_KEYS)
+    if unknown:
+        raise InputError(f"{p}: layout: unknown field {unknown[0]!r}; valid: "
+                         f"{', '.join(sorted(LAYOUT_KEYS))}")
+    if lay.get("kind") != "matlab-tc":
+        raise InputError(f"{p}: layout: kind must be \"matlab-tc\", got "
+                         f"{json.dumps(lay.get('kind'))[:40]}")
+    gpu = lay.get("gpu")
+    if not isinstance(gpu, str) or not gpu.strip() or "/" in gpu or gpu in (".", ".."):
+        raise InputError(f"{p}: layout: gpu must be a folder name, got {json.dumps(gpu)[:40]}")
+    files = lay.get("files")
+    if not isinstance(files, dict) or not set(files) <= {"a", "b", "c"} or not all(
+            isinstance(v, str) and v for v in files.values()):
+        raise InputError(f"{p}: layout: files must map a, b, c to file names relative to "
+                         f"the suite")
+
+
+def layout_inputs(suite: Suite) -> list[Path]:
+    """The a_/b_/c_ files a suite's layout record names (relative to the suite file)."""
+    lay = suite.meta.get("layout")
+    if not isinstance(lay, dict):
+        return []
+    base = Path(suite.source).parent
+    return [base / f for f in lay.get("files", {}).values()]
 
 
 def read_observed(path: str | Path, suite: Suite, suite_path: str | Path = "suite") -> Observed:
@@ -240,7 +312,7 @@ def read_observed(path: str | Path, suite: Suite, suite_path: str | Path = "suit
 
 
 def write_observed(path: str | Path, obs: Observed, suite: Suite) -> None:
-    Path(path).write_text(json.dumps(obs.to_json(suite), indent=1) + "\n")
+    write_atomic(path, json.dumps(obs.to_json(suite), indent=1) + "\n", "observed outputs")
 
 
 # -- MATLAB-tensor-core layout ---------------------------------------------------------------
@@ -272,20 +344,26 @@ def layout_paths(root: Path, gpu: str, suite: Suite) -> dict[str, Path]:
             "d": base / f"d_{gpu}_{out_suffix(suite.out_format)}.txt"}
 
 
-def write_layout(root: Path, gpu: str, suite: Suite) -> dict[str, Path]:
-    """a_/b_/c_ files: inputs as binary32 patterns (exact), rows in suite order."""
+def layout_texts(root: Path, gpu: str, suite: Suite) -> dict[Path, str]:
+    """The a_/b_/c_ files of the layout (path -> text): inputs as binary32 patterns
+    (exact), rows in suite order."""
     paths = layout_paths(root, gpu, suite)
-    paths["a"].parent.mkdir(parents=True, exist_ok=True)
     fin, fc = get_format(suite.in_format), get_format(suite.c_format)
-    write_hex_rows(paths["a"], convert_exact(suite.a, fin, _B32, "suite a"))
-    write_hex_rows(paths["b"], convert_exact(suite.b, fin, _B32, "suite b"))
-    write_bin_rows(paths["c"], convert_exact(suite.c, fc, _B32, "suite c"))
+    return {paths["a"]: hex_rows_text(convert_exact(suite.a, fin, _B32, "suite a")),
+            paths["b"]: hex_rows_text(convert_exact(suite.b, fin, _B32, "suite b")),
+            paths["c"]: bin_rows_text(convert_exact(suite.c, fc, _B32, "suite c"))}
+
+
+def write_layout(root: Path, gpu: str, suite: Suite) -> dict[str, Path]:
+    """Write the a_/b_/c_ files (all or none, directories created as needed)."""
+    paths = layout_paths(root, gpu, suite)
+    write_files(layout_texts(root, gpu, suite), "MATLAB-layout files", make_dirs=True)
     return paths
 
 
 def write_d_file(path: Path, obs: Observed) -> None:
     fout = get_format(obs.out_format)
-    write_bin_rows(path, convert_exact(obs.d, fout, _B32, str(path)))
+    write_atomic(path, bin_rows_text(convert_exact(obs.d, fout, _B32, str(path))), "d-file")
 
 
 def read_d_file(path: Path, suite: Suite) -> Observed:

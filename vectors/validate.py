@@ -13,7 +13,14 @@ from mmaprobe.models.errors import InputError
 from mmaprobe.models.formats import get_format
 from mmaprobe.models.presets import Preset, list_presets, presets_for
 
-from .matlab_tc import BINARY32, convert_exact, find_datasets, load_dataset, output_files
+from .matlab_tc import (
+    BINARY32,
+    FOLDER_FORMATS,
+    convert_exact,
+    find_datasets,
+    load_dataset,
+    output_files,
+)
 
 FP8 = ("e4m3", "e5m2")
 
@@ -71,17 +78,28 @@ def dataset_c(gpu: str, in_format: str, out_format: str, c32: np.ndarray,
 
 def validate(root: Path, gpus: list[str] | None = None, limit: int | None = None,
              show: int = 3, progress: Callable[[str], None] | None = None) -> list[Result]:
+    if show < 0:
+        raise InputError(f"--show must be >= 0, got {show}")
     results = []
     for gpu, folder, path in find_datasets(root, gpus):
-        for out in output_files(path, gpu):
+        if folder.lower() not in FOLDER_FORMATS:
+            raise InputError(f"{path}: unknown input format folder {folder!r}; expected one "
+                             f"of {', '.join(FOLDER_FORMATS)}")
+        outs = output_files(path, gpu)
+        if not outs:
+            raise InputError(f"{path}: no output file d_{gpu}_fp32.txt or d_{gpu}_fp16.txt "
+                             f"(a folder of the MATLAB-tensor-core layout needs one)")
+        for out in outs:
             ds = load_dataset(gpu, folder, path, out, limit)
             preset = choose_preset(gpu, ds.in_format, ds.out_format, ds.k)
             cfg = preset.config
             if progress:
                 progress(f"{gpu}/{folder} -> {out}: {ds.rows} rows on {preset.name}")
             fin, fout = get_format(cfg.in_format), get_format(cfg.out_format)
-            a = convert_exact(ds.a, BINARY32, fin, path / f"a_{gpu}_{folder}.txt")
-            b = convert_exact(ds.b, BINARY32, fin, path / f"b_{gpu}_{folder}.txt")
+            a = convert_exact(ds.a, BINARY32, fin, path / f"a_{gpu}_{folder}.txt",
+                              lines=ds.lines.get("a"))
+            b = convert_exact(ds.b, BINARY32, fin, path / f"b_{gpu}_{folder}.txt",
+                              lines=ds.lines.get("b"))
             c = dataset_c(gpu, ds.in_format, ds.out_format, ds.c, cfg.c_format)
             d = evaluate(cfg, a, b, c)
             d32 = d if fout.name == "binary32" else convert_exact(d, fout, BINARY32)
