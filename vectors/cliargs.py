@@ -49,10 +49,11 @@ def count(text: str) -> int:
 
 
 def seed(text: str) -> int:
-    """A random seed: an integer >= 0 (numpy's generators take no negative seed)."""
-    v = _int(text, "a non-negative integer seed")
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer seed, got {text!r}")
+    """A random seed: an integer in [0, 2^64) (numpy's generators take no negative seed)."""
+    what = "an integer seed in [0, 2^64)"
+    v = _int(text, what)
+    if not 0 <= v < 1 << 64:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
     return v
 
 

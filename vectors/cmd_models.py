@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import math
 import os
 import re
 import sys
@@ -111,7 +112,9 @@ def config_from_args(args) -> tuple[str, AccumulatorConfig]:
     return args.config, AccumulatorConfig.load(args.config)
 
 
-_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d{1,12})?|[+-]?\d{1,400}/\d{1,400}")
+#: ASCII digits only (re.ASCII): no full-width, superscript or other scripts' digits
+_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d{1,12})?|[+-]?\d{1,400}/\d{1,400}",
+                      re.ASCII)
 _HEX = re.compile(r"0[xX][0-9a-fA-F]{1,32}")
 #: decimal exponents beyond this overflow or underflow every format anyway
 MAX_DECIMAL_EXPONENT = 2000
@@ -289,6 +292,12 @@ def _load_matrix(path: str | None, what: str) -> np.ndarray | None:
                 arr = np.loadtxt(io.StringIO(text), ndmin=2)
         except (ValueError, UserWarning) as e:
             raise InputError(f"{what} ({path}): expected rows of numbers: {e}") from None
+        if np.isinf(arr).any():  # 1e400 reads as inf: say so rather than compute with it
+            for lineno, line in enumerate(text.splitlines(), 1):
+                for word in line.split():
+                    if "inf" not in word.lower() and math.isinf(float(word)):
+                        raise InputError(f"{what} ({path}):{lineno}: {word[:40]} overflows "
+                                         f"binary64; write inf for an infinity")
     if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "biuf":
         kind = getattr(arr, "dtype", type(arr))
         raise InputError(f"{what} ({path}): expected real numbers, got an array of {kind}")

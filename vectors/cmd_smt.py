@@ -155,6 +155,8 @@ def cmd_synthesize(args) -> int:
                 print(f"mmaprobe synthesize: internal error, encoding and model disagree: {e}",
                       file=sys.stderr)
                 return 1
+            except InputError as e:
+                raise InputError(f"{sp.source} (space {sp.id}): {e}") from None
             if p is None:
                 failed = True
                 summary.append({"space": sp.id, "shape": list(key), "status": "timeout"})

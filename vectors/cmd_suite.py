@@ -126,8 +126,9 @@ def cmd_suite(args: argparse.Namespace) -> int:
         base = out.resolve().parent
         suite.meta["layout"] = {"kind": "matlab-tc", "gpu": args.gpu, "files": {
             n: os.path.relpath(Path(p).resolve(), base) for n, p in files.items()}}
-    # the suite and its layout files together: all of them or none
-    write_files({out: suite_text(suite), **texts}, "suite", make_dirs=True)
+    # the layout files and the suite that names them: all of them or none
+    write_files({**texts, out: suite_text(suite)},
+                "suite and its MATLAB-layout files" if texts else "suite", make_dirs=True)
     st = suite.meta["generator"]["discrimination"]
     summary = {"suite": args.output, "vectors": suite.size,
                "probe_vectors": suite.meta["generator"]["probe_vectors"],

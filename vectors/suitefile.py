@@ -116,10 +116,10 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def read_json(path: str | Path, what: str) -> Any:
     """A JSON file: strict (no NaN/Infinity constants, no duplicate keys, nesting within
-    the interpreter's recursion limit); errors name the file (and line where the parser
-    knows it)."""
+    the interpreter's recursion limit; a leading UTF-8 BOM is skipped); errors name the
+    file (and line where the parser knows it)."""
     p = Path(path)
-    text = read_text(p, what)
+    text = read_text(p, what).removeprefix("\ufeff")  # a UTF-8 BOM, as in the YAML files
     try:
         return json.loads(text, parse_constant=_reject_constant,
                           object_pairs_hook=_no_duplicates)
