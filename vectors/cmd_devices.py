@@ -11,7 +11,7 @@ from pathlib import Path
 from mmaprobe.models.errors import InputError
 
 from . import cliargs, cuda
-from .output import check_writable
+from .output import check_output
 from .suite import SuiteOptions
 from .survey import report, run_survey, targets, to_json, write_report
 
@@ -85,7 +85,9 @@ def cmd_survey(args: argparse.Namespace) -> int:
     if args.pool < 1 or args.random < 0 or args.max_queries < 1 or not args.smt_seconds >= 0:
         raise InputError("--pool and --max-queries must be >= 1, --random and "
                          "--smt-seconds >= 0")
-    out = check_writable(args.output, "survey report") if args.output else None
+    kind, _, rest = args.device.partition(":")
+    inputs = [rest] if kind in ("recorded", "config") and rest else []
+    out = check_output(args.output, "survey report", inputs) if args.output else None
     raw = Path(args.raw) if args.raw else (out.with_suffix(".raw") if out else None)
     t0 = time.monotonic()
     tlist, notes = targets(args.device, args.instr)

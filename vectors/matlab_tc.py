@@ -8,10 +8,13 @@ binary strings; fp16 outputs converted exactly).  See shared/hwdata/README.md.
 
 from __future__ import annotations
 
+import io
 import re
+from array import array
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -35,14 +38,14 @@ _HEX_WORD = re.compile(r"[0-9a-fA-F]{8}")
 _BIN_WORD = re.compile(r"[01]{32}")
 
 
-def read_hex_rows(path: Path, k: int | None = None,
-                  lines: list[int] | None = None) -> np.ndarray:
+def read_hex_rows(path: Path, k: int | None = None, lines: Any = None) -> np.ndarray:
     """Lines of whitespace-separated 8-digit hex words -> uint64 array (N, K); the line
     number of each row is appended to ``lines`` when given.  Blank lines are skipped;
     anything else that is not K words of exactly 8 hex digits is an error naming the
-    file and line."""
-    rows = []
-    for lineno, line in enumerate(_text(path).splitlines(), 1):
+    file and line.  Rows are packed as they are read (8 bytes a word)."""
+    words_out = array("Q")
+    n = 0
+    for lineno, line in enumerate(io.StringIO(_text(path)), 1):
         words = line.split()
         if not words:
             continue
@@ -54,19 +57,20 @@ def read_hex_rows(path: Path, k: int | None = None,
             if not _HEX_WORD.fullmatch(w):
                 raise InputError(f"{path}:{lineno}: word {j + 1}: expected 8 hex digits (a "
                                  f"binary32 bit pattern), got {w[:20]!r}")
-        rows.append([int(w, 16) for w in words])
+        words_out.extend(int(w, 16) for w in words)
+        n += 1
         if lines is not None:
             lines.append(lineno)
-        limits.VECTORS.check(len(rows), f"{path}:{lineno}")
-    if not rows:
+        limits.VECTORS.check(n, f"{path}:{lineno}")
+    if not n:
         raise InputError(f"{path}: no rows")
-    return np.array(rows, dtype=np.uint64)
+    return np.frombuffer(words_out, dtype=np.uint64).reshape(n, k).copy()
 
 
-def read_bin_rows(path: Path, lines: list[int] | None = None) -> np.ndarray:
+def read_bin_rows(path: Path, lines: Any = None) -> np.ndarray:
     """Lines holding one 32-character binary string -> uint64 array (N,)."""
-    out = []
-    for lineno, line in enumerate(_text(path).splitlines(), 1):
+    out = array("Q")
+    for lineno, line in enumerate(io.StringIO(_text(path)), 1):
         s = line.strip()
         if not s:
             continue
@@ -79,7 +83,7 @@ def read_bin_rows(path: Path, lines: list[int] | None = None) -> np.ndarray:
         limits.VECTORS.check(len(out), f"{path}:{lineno}")
     if not out:
         raise InputError(f"{path}: no rows")
-    return np.array(out, dtype=np.uint64)
+    return np.frombuffer(out, dtype=np.uint64).copy()
 
 
 def _text(path: Path) -> str:
@@ -104,7 +108,7 @@ def write_bin_rows(path: Path, values: np.ndarray) -> None:
 
 
 def convert_exact(bits: np.ndarray, src: Format, dst: Format, path: Path | str = "",
-                  mode: str | None = None, lines: list[int] | None = None) -> np.ndarray:
+                  mode: str | None = None, lines: Any = None) -> np.ndarray:
     """Re-encode patterns of src as patterns of dst; values must be exact unless mode is given.
 
     NaNs map to dst's NaN, infinities to dst's infinities.  An inexact value without a
@@ -149,7 +153,7 @@ class DataSet:
     c: np.ndarray  # binary32 patterns (N,)
     d: np.ndarray  # binary32 patterns (N,)
     path: Path
-    lines: dict[str, list[int]] = field(default_factory=dict)  # file line of each row
+    lines: dict[str, Any] = field(default_factory=dict)  # the file line of each row
 
     @property
     def k(self) -> int:
@@ -202,7 +206,7 @@ def load_dataset(gpu: str, folder: str, path: Path, out: str,
     for n, p in files.items():
         if not p.is_file():
             raise InputError(f"{p}: missing ({n} file of the MATLAB-tensor-core layout)")
-    lines: dict[str, list[int]] = {n: [] for n in files}
+    lines: dict[str, Any] = {n: array("q") for n in files}  # 8 bytes a row
     a = read_hex_rows(files["a"], lines=lines["a"])
     b = read_hex_rows(files["b"], a.shape[1], lines=lines["b"])
     c, d = read_bin_rows(files["c"], lines["c"]), read_bin_rows(files["d"], lines["d"])

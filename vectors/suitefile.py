@@ -119,6 +119,11 @@ def read_json(path: str | Path, what: str) -> Any:
     the interpreter's recursion limit; a leading UTF-8 BOM is skipped); errors name the
     file (and line where the parser knows it)."""
     p = Path(path)
+    try:
+        size = p.stat().st_size if p.is_file() else 0
+    except OSError:
+        size = 0  # read_text says why the file cannot be read
+    limits.JSON_MB.check(-(-size >> 20), f"{p}: {what}")
     text = read_text(p, what).removeprefix("\ufeff")  # a UTF-8 BOM, as in the YAML files
     try:
         return json.loads(text, parse_constant=_reject_constant,
