@@ -71,7 +71,7 @@ ROWS = ProductLimit("MMAPROBE_MAX_PRODUCTS", 1 << 25, "products")
 VECTORS = Limit("MMAPROBE_MAX_VECTORS", 2_000_000, "vectors")
 #: size of one JSON file (suite, observed outputs): parsed, it takes about ten times as much
 #: memory
-JSON_MB = Limit("MMAPROBE_MAX_JSON_MB", 128, "MiB")
+JSON_MB = Limit("MMAPROBE_MAX_JSON_MB", 64, "MiB")
 #: rows one probe expands to (its vectors and every value of its sweeps), per configuration
 PROBE_ROWS = Limit("MMAPROBE_MAX_PROBE_ROWS", 65536, "rows")
 #: seconds any time budget (--timeout, --smt-seconds, --device-timeout) may be: the solver
