@@ -175,11 +175,8 @@ class Probe:
             where = vec.path + ("sweep",)
             if step <= 0:
                 raise self._error(where + ("step",), f"formats {fin}->{fout}: sweep "
-                                  f"{vec.name}: step must be positive, got {step}")
-            if lo > hi:
-                raise self._error(where, f"formats {fin}->{fout}: sweep {vec.name} from {lo} "
-                                  f"to {hi} is empty (from must not exceed to)")
-            count = (hi - lo) // step + 1
+                                  f"{vec.name} needs a positive step, got {step}")
+            count = max(0, (hi - lo) // step + 1)  # empty where to < from (e.g. nfma = 1)
             if count > MAX_SWEEP:
                 raise self._error(where, f"formats {fin}->{fout}: sweep {vec.name} from {lo} "
                                   f"to {hi} has {count} values; at most {MAX_SWEEP}")

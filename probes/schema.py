@@ -52,6 +52,14 @@ def _parse_expr(doc: Doc, src: Any, path: tuple) -> Any:
         raise doc.error(path, str(e)) from None
 
 
+def _constant(node: Any) -> Any:
+    """The value of an expression without names, or None."""
+    try:
+        return ex.evaluate(node, {})
+    except ex.ExprError:
+        return None
+
+
 def _check_value(doc: Doc, src: Any, path: tuple) -> None:
     if isinstance(src, str) and (src.strip() in SPECIAL_VALUES
                                  or HEX_RE.fullmatch(src.strip())):
@@ -227,6 +235,11 @@ def _parse_vectors(doc: Doc) -> list[VectorSpec]:
                      "from": _parse_expr(doc, sweep["from"], path + ("sweep", "from")),
                      "to": _parse_expr(doc, sweep["to"], path + ("sweep", "to")),
                      "step": _parse_expr(doc, sweep.get("step", 1), path + ("sweep", "step"))}
+            # bounds that are plain numbers can be checked now; bounds over k or the
+            # features may give an empty sweep on some configurations, which is allowed
+            lo, hi = _constant(sweep["from"]), _constant(sweep["to"])
+            _need(doc, lo is None or hi is None or lo <= hi, path + ("sweep",),
+                  f"from <= to (a sweep from {lo} to {hi} is empty)")
         out.append(VectorSpec(name, path, v.get("a"), v.get("b"), v.get("c"), sweep))
     return out
 
