@@ -103,7 +103,8 @@ def edge_case_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator) -> 
             sign = np.where(rng.random(k) < 0.9, 1.0, -1.0) * (1 if rng.random() < 0.5 else -1)
             av[r] = sign * top * 2.0 ** e
             bv[r] = top * 2.0 ** e
-            cv[r] = float(rng.choice([0.0, 1.0, -1.0])) * 2.0 ** (2 * e + 1)
+            # c at the products' exponent (a larger c would move the alignment up)
+            cv[r] = float(rng.choice([0.0, 1.5, -1.5, top])) * 2.0 ** (2 * e)
         elif kind[r] == 1:  # subnormal factors and subnormal products
             i = int(rng.integers(0, k))
             if fin.t and rng.random() < 0.6:

@@ -17,6 +17,7 @@ import json
 import re
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,13 +187,26 @@ def survey_one(target: Target, opts: SuiteOptions, suites: dict[tuple, Suite],
                      round(time.monotonic() - t0, 1), unexplained, raw)
 
 
+def _suite_for(shape: tuple[str, str, str, int], opts: SuiteOptions) -> Suite:
+    return build_suite(neighbourhood(*shape), opts)
+
+
 def run_survey(tlist: list[Target], opts: SuiteOptions, raw_dir: Path | None = None,
                max_queries: int = 16, smt_seconds: float = 10.0,
-               progress: Progress = None) -> list[SurveyRow]:
-    """Survey every target (see the module docstring)."""
+               progress: Progress = None, jobs: int = 1) -> list[SurveyRow]:
+    """Survey every target (see the module docstring); with ``jobs`` > 1 the suites of
+    distinct shapes are built in that many processes first (the device runs stay in
+    order, one at a time)."""
     if raw_dir is not None:
         raw_dir.mkdir(parents=True, exist_ok=True)
     suites: dict[tuple, Suite] = {}
+    shapes = list(dict.fromkeys(t.device.shape for t in tlist))
+    if jobs > 1 and len(shapes) > 1:
+        if progress:
+            progress(f"survey: building {len(shapes)} suites in {jobs} processes")
+        with ProcessPoolExecutor(max_workers=min(jobs, len(shapes))) as pool:
+            futures = {shape: pool.submit(_suite_for, shape, opts) for shape in shapes}
+            suites = {shape: f.result() for shape, f in futures.items()}
     rows = []
     for i, t in enumerate(tlist):
         if progress:
