@@ -18,7 +18,8 @@ ARCHITECTURES = {
     "A2": "NVIDIA Ampere", "A30": "NVIDIA Ampere", "L40S": "NVIDIA Ada Lovelace",
     "Ada": "NVIDIA Ada Lovelace (RTX 1000 Ada)", "RTX4090": "NVIDIA Ada Lovelace",
     "H100": "NVIDIA Hopper", "H200": "NVIDIA Hopper", "B200": "NVIDIA Blackwell",
-    "RTXPRO6000": "NVIDIA RTX Blackwell (RTX PRO 6000)", "MI250X": "AMD CDNA2",
+    "RTXPRO6000": "NVIDIA RTX Blackwell (RTX PRO 6000)", "MI100": "AMD CDNA1",
+    "MI250X": "AMD CDNA2",
     "MI300X": "AMD CDNA3",
 }
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from mmaprobe.models.config import AccumulatorConfig
-from mmaprobe.smt.agree import exhaustive_rows, mismatches, prove_agreement, random_rows
+from mmaprobe.smt.agree import (
+    exhaustive_rows,
+    mismatches,
+    prove_agreement,
+    random_rows,
+    random_scales,
+)
 from mmaprobe.smt.encode import NotEncodable, check_encodable
 
 
@@ -24,13 +30,12 @@ def _unique_presets() -> list:
 
 @pytest.mark.parametrize("preset", _unique_presets(), ids=lambda p: p.name)
 def test_random_rows_every_preset(preset) -> None:
-    try:
-        check_encodable(preset.config)
-    except NotEncodable:
-        assert preset.config.algorithm == "fdrda"
-        return
+    """Every preset is encodable (CDNA3 FDRDA/GFDRDA, GDFS, block scaling, mixed formats
+    included) and agrees with the model on random rows."""
+    check_encodable(preset.config)
     a, b, c = random_rows(preset.config, 40, seed=1)
-    assert mismatches(preset.config, a, b, c) == []
+    scales = random_scales(preset.config, 40, seed=1)
+    assert mismatches(preset.config, a, b, c, scales=scales) == []
 
 
 HAND_MADE = [
@@ -57,9 +62,9 @@ def test_random_rows_hand_made(cfg) -> None:
     assert mismatches(cfg, a, b, c, support=(0, cfg.k - 1)) == []
 
 
-def test_fdrda_is_rejected_clearly() -> None:
-    cfg = AccumulatorConfig(in_format="binary16", k=8, algorithm="fdrda")
-    with pytest.raises(NotEncodable, match="not encodable"):
+def test_unsigned_operand_is_rejected_clearly() -> None:
+    cfg = AccumulatorConfig(in_format="ue4m3", k=4)
+    with pytest.raises(NotEncodable, match="unsigned format ue4m3"):
         check_encodable(cfg)
 
 
