@@ -57,7 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("validate", help="check presets bit for bit against recorded GPU "
-                                        "outputs (MATLAB-tensor-core model_validation layout)")
+                                        "outputs (MATLAB-tensor-core model_validation layout, "
+                                        "and <DEVICE>-ptx folders of per-instruction files)")
     p.add_argument("data_dir", nargs="?", help="dataset root (default: ../shared/hwdata "
                                                "beside the checkout)")
     p.add_argument("--gpu", action="append", help="only this GPU folder (repeatable)")
@@ -238,19 +239,27 @@ def cmd_validate(args) -> int:
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=1))
     else:
-        print(f"{'gpu':6s} {'in':9s} {'out':9s} {'preset':24s} {'k':>3s} {'rows':>7s} "
+        print(f"{'gpu':6s} {'in':14s} {'out':9s} {'preset':30s} {'k':>3s} {'rows':>7s} "
               f"{'mismatches':>10s}")
         for r in results:
-            print(f"{r.gpu:6s} {r.in_format:9s} {r.out_format:9s} {r.preset:24s} {r.k:3d} "
-                  f"{r.rows:7d} {r.mismatches:10d}")
+            if r.error:
+                print(f"{r.gpu:6s} {r.in_format:14s} {r.out_format:9s} {'-':30s} {r.k:3d} "
+                      f"{r.rows:7d} {'FAILED':>10s}")
+                print(f"    {r.error}")
+                continue
+            print(f"{r.gpu:6s} {r.in_format:14s} {r.out_format:9s} {r.preset:30s} {r.k:3d} "
+                  f"{r.rows:7d} {r.mismatches:10d}"
+                  + (f"  {r.instruction}" if r.instruction else ""))
             for m in r.first:
                 print(f"    row {m['row']}: model {m['model']} hardware {m['hardware']} "
                       f"(c {m['c']}; a {' '.join(m['a'])}; b {' '.join(m['b'])})")
         total = sum(r.rows for r in results)
         bad = sum(r.mismatches for r in results)
-        print(f"{len(results)} combinations, {total} rows, {bad} mismatches "
-              f"({time.time() - t0:.1f} s)")
-    return 1 if any(r.mismatches for r in results) else 0
+        unmatched = sum(bool(r.error) for r in results)
+        print(f"{len(results)} combinations, {total} rows, {bad} mismatches"
+              + (f", {unmatched} without a preset" if unmatched else "")
+              + f" ({time.time() - t0:.1f} s)")
+    return 1 if any(r.failed for r in results) else 0
 
 
 # -- gemm -----------------------------------------------------------------------------------
