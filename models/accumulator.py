@@ -41,6 +41,8 @@ def evaluate(cfg: AccumulatorConfig, a, b, c, scale_a=None, scale_b=None) -> np.
     block scaling (cfg.scale_format) scale_a and scale_b hold the scale factors, shape
     (N, k / scale_block).
     """
+    if cfg.scales and scale_a is None and scale_b is None:
+        a, b, scale_a, scale_b = unpack(cfg, a, b)
     a, b, c = _check_shapes(cfg, a, b, c)
     scales = _check_scales(cfg, a.shape[0], scale_a, scale_b)
     run = _engine(cfg)
@@ -53,6 +55,25 @@ def evaluate(cfg: AccumulatorConfig, a, b, c, scale_a=None, scale_b=None) -> np.
             out[lo:hi] = run_int(cfg, a[lo:hi], b[lo:hi], c[lo:hi],
                                  (scales[0][lo:hi], scales[1][lo:hi]))
     return out
+
+
+def unpack(cfg: AccumulatorConfig, a, b):
+    """(a, b, scale_a, scale_b) of packed rows (cfg.row_width entries: k values, then the
+    scale factors); rows of k entries come back as they are, with no scale factors."""
+    a = np.asarray(a, dtype=np.uint64)
+    b = np.asarray(b, dtype=np.uint64)
+    if not cfg.scales or a.shape[-1] != cfg.row_width:
+        return a, b, None, None
+    k = cfg.k
+    return a[..., :k], b[..., :k], a[..., k:], b[..., k:]
+
+
+def pack(cfg: AccumulatorConfig, a, b, scale_a, scale_b):
+    """Packed rows (see :func:`unpack`)."""
+    if not cfg.scales:
+        return np.asarray(a, dtype=np.uint64), np.asarray(b, dtype=np.uint64)
+    return (np.concatenate([np.asarray(a, np.uint64), np.asarray(scale_a, np.uint64)], -1),
+            np.concatenate([np.asarray(b, np.uint64), np.asarray(scale_b, np.uint64)], -1))
 
 
 def _check_scales(cfg: AccumulatorConfig, n: int, scale_a, scale_b):
@@ -93,7 +114,9 @@ def _check_shapes(cfg: AccumulatorConfig, a, b, c):
     if a.ndim == 1:
         a, b, c = a[None, :], b[None, :], c.reshape(1)
     if a.ndim != 2 or a.shape[1] != cfg.k or b.shape != a.shape:
-        raise InputError(f"a and b must have shape (N, k={cfg.k}); got {a.shape} and {b.shape}")
+        packed = f" (or {cfg.row_width} with the scale factors packed)" if cfg.scales else ""
+        raise InputError(f"a and b must have shape (N, k={cfg.k}){packed}; got {a.shape} "
+                         f"and {b.shape}")
     if c.shape != (a.shape[0],):
         raise InputError(f"c must have shape ({a.shape[0]},); got {c.shape}")
     for name, x, fmt in (("a", a, cfg.in_format), ("b", b, cfg.b_fmt),

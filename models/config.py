@@ -337,6 +337,26 @@ class AccumulatorConfig:
         return 0 if self.scale_block is None else self.k // self.scale_block
 
     @property
+    def operands(self) -> tuple[str, str | None, int | None]:
+        """What a row holds beyond the shape (in, c, out, k): b's format and the block
+        scaling (scale_format, scale_block); (in_format, None, None) for plain rows."""
+        return self.b_fmt, self.scale_format, self.scale_block
+
+    @property
+    def row_width(self) -> int:
+        """Entries of a packed row of a (or b): its k values, then its scale factors.
+
+        Flows that move rows around (suites, pools, devices) carry the scale factors of a
+        block-scaled configuration packed after the k values; the engines accept packed
+        rows or the scale factors given apart.
+
+        >>> AccumulatorConfig(in_format="e2m1", k=64, algorithm="gdfs", nfma=16, neab=12,
+        ...                   scale_format="ue4m3", scale_block=16).row_width
+        68
+        """
+        return self.k + self.scales
+
+    @property
     def blocks(self) -> int:
         return self.k // self.nfma
 

@@ -509,11 +509,14 @@ def reference_dot(cfg: AccumulatorConfig, a: list[int], b: list[int], c: int,
     """d = c + sum a_i b_i for one row of bit patterns, exactly as cfg specifies.
 
     With block scaling (cfg.scale_format) scale_a and scale_b hold the row's k/scale_block
-    scale factors of a and b.
+    scale factors of a and b, or a and b are packed rows (cfg.row_width: the k values, then
+    the scale factors).
     """
     fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
                      get_format(cfg.out_format))
     a, b = [int(x) for x in a], [int(x) for x in b]
+    if cfg.scales and scale_a is None and scale_b is None and len(a) == len(b) == cfg.row_width:
+        a, b, scale_a, scale_b = a[:cfg.k], b[:cfg.k], a[cfg.k:], b[cfg.k:]  # packed rows
     if len(a) != cfg.k or len(b) != cfg.k:
         raise ValueError(f"expected k={cfg.k} values in a and b, got {len(a)} and {len(b)}")
     scales = None

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from mmaprobe.models.errors import InputError
+from mmaprobe.models.formats import FormatError, get_format
 from mmaprobe.models.space import canonical_shape, space_for
 
 from . import identify as ident_mod
@@ -36,6 +37,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", dest="fout", required=True, help="output format (e.g. binary32)")
     p.add_argument("--c", dest="fc", help="accumulator (c) format (default: the output format)")
     p.add_argument("--k", type=int, required=True, help="products per output element")
+    p.add_argument("--b", dest="fb", help="b's format where it differs from --in (e.g. e5m2 "
+                                          "for e4m3 x e5m2)")
+    p.add_argument("--scale", dest="scale_format", choices=["ue8m0", "ue4m3"],
+                   help="block scaling: the scale factors' format (with --scale-block)")
+    p.add_argument("--scale-block", type=int, help="block scaling: products per scale factor")
     p.add_argument("--space", help="candidate space YAML (default: the neighbourhood space)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--random", type=int, default=64, help="ISSM random rows (normal + edge)")
@@ -99,7 +105,8 @@ def cmd_suite(args: argparse.Namespace) -> int:
     fin, fc, fout, k = canonical_shape(args.fin, args.fc, args.fout, args.k)
     if args.random < 0 or args.pool < 1:
         raise InputError("--random must be >= 0 and --pool >= 1")
-    space = space_for(args.space, fin, fc, fout, k)
+    operands = suite_operands(args, fin, k)
+    space = space_for(args.space, fin, fc, fout, k, operands=operands)
     opts = SuiteOptions(seed=args.seed, random=args.random, pool=args.pool,
                         smt_seconds=args.smt_seconds, use_smt=args.smt_seconds > 0)
     suite = build_suite(space, opts, _progress)
@@ -132,10 +139,29 @@ def cmd_suite(args: argparse.Namespace) -> int:
     return 0
 
 
+def suite_operands(args: argparse.Namespace, fin: str, k: int):
+    """(b format, scale_format, scale_block) from --b, --scale and --scale-block, or None."""
+    fb = None
+    if args.fb:
+        try:
+            fb = get_format(args.fb).name
+        except FormatError as e:
+            raise InputError(f"--b: {e}") from None
+    if (args.scale_format is None) != (args.scale_block is None):
+        raise InputError("--scale and --scale-block go together (block scaling)")
+    if args.scale_block is not None and (args.scale_block < 1 or k % args.scale_block):
+        raise InputError(f"--scale-block must divide --k {k}, got {args.scale_block}")
+    if fb in (None, fin) and args.scale_format is None:
+        return None
+    return fb or fin, args.scale_format, args.scale_block
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     suite = read_suite(args.suite)
     dev = device_from_args(args).with_shape((suite.in_format, suite.c_format,
                                              suite.out_format, suite.k))
+    dev.check_shape((suite.in_format, suite.c_format, suite.out_format, suite.k), args.suite,
+                    suite.operands)
     device = dev.name
     d = dev.run(suite.a, suite.b, suite.c)
     obs = Observed(list(suite.ids), d, suite.out_format, {"device": device})
@@ -154,7 +180,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_infer(args: argparse.Namespace) -> int:
     suite = read_suite(args.suite)
     obs = read_observed(args.observed, suite, args.suite)
-    space = space_for(args.space, suite.in_format, suite.c_format, suite.out_format, suite.k)
+    space = space_for(args.space, suite.in_format, suite.c_format, suite.out_format, suite.k,
+                      operands=suite.operands)
     inf = infer_mod.infer(suite, obs, space, _progress)
     text = infer_mod.report(inf)
     if args.report:
@@ -176,7 +203,7 @@ def cmd_identify(args: argparse.Namespace) -> int:
     if dev.shape is None:
         raise InputError(f"{name}: give the device's formats and K with --in/--out/--k "
                          f"(and --c when c differs from the output format)")
-    space = space_for(args.space, *dev.shape)
+    space = space_for(args.space, *dev.shape, operands=dev.operands)
     res = ident_mod.identify(dev, space, args.max_queries, args.seed,
                              smt_seconds=args.smt_seconds, use_smt=args.smt_seconds > 0,
                              progress=_progress)
