@@ -141,13 +141,14 @@ def test_unsat_proof_against_the_model_table(cfg) -> None:
 @pytest.mark.parametrize("cfg", [
     AccumulatorConfig(in_format="e2m1", k=2, nfma=2, neab=-20, zero_sign="positive",
                       final_rounding="rne"),
-    AccumulatorConfig(in_format="e2m1", k=2, b_format="e3m2", algorithm="fdrda", neab=-20,
-                      final_rounding="rne", product_overflow=True),
-    AccumulatorConfig(in_format="e2m1", k=2, b_format="e3m2", nfma=1, neab=-18,
-                      zero_sign="positive", flush=("output",)),
+    AccumulatorConfig(in_format="e2m1", k=1, b_format="e3m2", algorithm="fdrda", neab=-20,
+                      final_rounding="rne", product_overflow=True, zero_sign="positive"),
+    AccumulatorConfig(in_format="e3m2", k=1, b_format="e2m1", nfma=1, neab=-18,
+                      zero_sign="positive", flush=("output",), final_rounding="rd"),
 ], ids=lambda c: c.describe())
 def test_exhaustive_new_fields(cfg) -> None:
-    """Every a, b pattern (e2m1 x e2m1 or e3m2, K=2) with c values of both zero signs."""
+    """Every a, b pattern (e2m1 x e2m1 with K=2; e2m1 x e3m2 with K=1) with c values of both
+    zero signs."""
     a, b, c = exhaustive_rows(cfg, [0, 0x80000000, 0x3F800000, 0xBE000000])
     assert mismatches(cfg, a, b, c, limit=3) == []
 
