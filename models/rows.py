@@ -86,19 +86,21 @@ def issm_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator) -> tuple
 def edge_case_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator) -> Rows:
     """n rows aimed at the features plain random rows rarely reach.
 
-    A third each: *carries* (every product the largest significand squared, at one
+    A quarter each: *carries* (every product the largest significand squared, at one
     exponent, mostly of one sign, so that the fixed-point sum needs log2(K) + 2 integer
     bits); *subnormal factors* (one input subnormal times a factor that brings the product
     into the normal range, or two small normals whose product is subnormal in binary32,
     beside an exact term); *overflowing products* (two large factors, with a finite or
-    opposite term, for units that turn products >= 2^128 into infinities).
+    opposite term, for units that turn products >= 2^128 into infinities); *signed zeros*
+    (every product -0 and c = -0, or one tiny negative product below the output's range:
+    the zero-sign rule of fused blocks, [XWYY25] Sec. III-F).
     """
     fin, fc = get_format(cfg.in_format), get_format(cfg.c_format)
     fout = get_format(cfg.out_format)
     k = cfg.k
     top = 2.0 - 2.0 ** -fin.t
     av, bv, cv = np.zeros((n, k)), np.zeros((n, k)), np.zeros(n)
-    kind = rng.integers(0, 3, size=n)
+    kind = rng.integers(0, 4, size=n)
     for r in range(n):
         if kind[r] == 0:  # carries
             e = int(rng.integers(-3, 4))
@@ -122,6 +124,16 @@ def edge_case_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator) -> 
             if k > 1 and rng.random() < 0.5:
                 av[r, j], bv[r, j] = 1.0, 2.0 ** int(rng.integers(-4, 1))
             cv[r] = float(rng.choice([0.0, 2.0 ** max(fc.emin, -20)]))
+        elif kind[r] == 3:  # signed zeros
+            if rng.random() < 0.6:
+                av[r] = -0.0
+                bv[r] = np.abs(rng.standard_normal(k)) + 0.5
+                cv[r] = -0.0
+            else:
+                i = int(rng.integers(0, k))
+                av[r, i] = -(2.0 ** max(fin.emin - fin.t, -500))
+                bv[r, i] = 2.0 ** max(fin.emin - fin.t, -500)
+                cv[r] = float(rng.choice([0.0, -0.0]))
         else:  # overflowing products
             e = min(fin.emax, 100)
             i = int(rng.integers(0, k))

@@ -105,13 +105,15 @@ class Device:
 
     def check_shape(self, shape: Shape, what: str,
                     operands: tuple[str, str | None, int | None] | None = None) -> None:
-        """An InputError when the device's formats and K (and b's format and block scaling)
-        differ from ``shape`` (and ``operands``)."""
+        """An InputError when the device's formats and K differ from ``shape``, or, with
+        ``operands`` given, its b format and block scaling from them."""
         if self.shape is not None and tuple(shape) != tuple(self.shape):
             raise InputError(f"{what}: formats/k {tuple(shape)} do not match the device "
                              f"{self.name} {tuple(self.shape)}")
+        if operands is None:
+            return
         mine = self.operands or (shape[0], None, None)
-        theirs = operands or (shape[0], None, None)
+        theirs = operands
         if tuple(mine) != tuple(theirs):
             raise InputError(f"{what}: b format and block scaling ({_ops(theirs)}) do not "
                              f"match the device {self.name} ({_ops(mine)})")

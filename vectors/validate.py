@@ -1,8 +1,8 @@
 """Bit-exact validation of presets against recorded GPU outputs.
 
 Two layouts: the MATLAB-tensor-core ``model_validation`` one (``<GPU>/<informat>/``) and one
-file per PTX instruction (``<DEVICE>-ptx/``, vectors/ptxfile.py).  A combination without a
-preset is a failing row ("no preset for this shape"), not an abort.
+file per PTX instruction (``<DEVICE>-ptx/`` folders of rows files, vectors/rowsfile.py).  A
+combination without a preset is a failing row ("no preset for this shape"), not an abort.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from mmaprobe.models.formats import get_format
 from mmaprobe.models.presets import Preset, list_presets, presets_for
 
 from .matlab_tc import BINARY32, convert_exact, find_datasets, load_dataset, output_files
-from .ptxfile import find_ptx_folders, read_ptx_file
+from .rowsfile import read_rows
 
 FP8 = ("e4m3", "e5m2")
 
@@ -116,6 +116,18 @@ def _first(show: int, bad: np.ndarray, rows: list[tuple[str, np.ndarray, int]],
     return out
 
 
+#: the suffix of a folder of per-instruction rows files; the device is the name before it
+PTX_FOLDER = "-ptx"
+
+
+def find_ptx_folders(root: Path) -> list[tuple[str, Path]]:
+    """(device, folder) for every ``<DEVICE>-ptx`` folder in root (or root itself)."""
+    root = Path(root)
+    folders = [root] if root.name.endswith(PTX_FOLDER) else sorted(
+        p for p in root.iterdir() if p.is_dir() and p.name.endswith(PTX_FOLDER))
+    return [(f.name[:-len(PTX_FOLDER)], f) for f in folders]
+
+
 def validate_ptx(root: Path, devices: list[str] | None = None, limit: int | None = None,
                  show: int = 3, progress: Callable[[str], None] | None = None) -> list[Result]:
     """Every per-instruction file of the ``<DEVICE>-ptx`` folders in root, bit for bit."""
@@ -125,27 +137,26 @@ def validate_ptx(root: Path, devices: list[str] | None = None, limit: int | None
         if wanted and device.lower() not in wanted:
             continue
         for path in sorted(folder.glob("*.txt")):
-            f = read_ptx_file(path)
-            label = f.a_format if f.b_format == f.a_format else f"{f.a_format}x{f.b_format}"
-            n = f.rows if not limit else min(limit, f.rows)
+            f = read_rows(path)
+            a_n, b_n, c_n, d_n = f.formats
+            label = a_n if b_n == a_n else f"{a_n}x{b_n}"
+            n = len(f.c) if not limit else min(limit, len(f.c))
             try:
-                preset = choose_ptx_preset(device, f.instruction, f.a_format, f.b_format,
-                                           f.c_format, f.d_format, f.k)
+                preset = choose_ptx_preset(device, f.instruction, a_n, b_n, c_n, d_n, f.k)
             except InputError as e:
-                results.append(Result(device, label, f.d_format, "", f.k, n, 0, [],
+                results.append(Result(device, label, d_n, "", f.k, n, 0, [],
                                       str(path), f.instruction, str(e)))
                 continue
             if progress:
                 progress(f"{device} {f.instruction}: {n} rows on {preset.name}")
             d = evaluate(preset.config, f.a[:n], f.b[:n], f.c[:n])
             bad = np.nonzero(d != f.d[:n])[0]
-            fa, fb, fc, fd = (get_format(x) for x in (f.a_format, f.b_format, f.c_format,
-                                                      f.d_format))
+            fa, fb, fc, fd = (get_format(x) for x in f.formats)
             first = _first(show, bad, [("a", f.a, (fa.width + 3) // 4),
                                        ("b", f.b, (fb.width + 3) // 4),
                                        ("c", f.c, (fc.width + 3) // 4)],
                            d, f.d, (fd.width + 3) // 4)
-            results.append(Result(device, label, f.d_format, preset.name, f.k, n, int(len(bad)),
+            results.append(Result(device, label, d_n, preset.name, f.k, n, int(len(bad)),
                                   first, str(path), f.instruction))
     return results
 

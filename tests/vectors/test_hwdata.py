@@ -11,7 +11,7 @@ import pytest
 from mmaprobe.models import evaluate
 from mmaprobe.models.presets import get_preset
 from mmaprobe.vectors.cli import main
-from mmaprobe.vectors.ptxfile import read_ptx_file
+from mmaprobe.vectors.rowsfile import read_rows
 from mmaprobe.vectors.validate import validate
 
 EXPECTED = {  # (gpu, in_format, out_format) -> preset the dataset's instruction maps to
@@ -150,7 +150,7 @@ def test_h100_dmma_needs_nan_propagation(hwdata):
     path = hwdata / "H100-ptx" / "dmma_f64_k4.txt"
     if not path.is_file():
         pytest.skip("dmma_f64_k4.txt not in this copy of H100-ptx")
-    f = read_ptx_file(path)
+    f = read_rows(path)
     cfg = get_preset("h100-fp64-fp64").config
     assert (evaluate(cfg, f.a, f.b, f.c) == f.d).all()
     assert (evaluate(cfg.replace(nan="ieee"), f.a, f.b, f.c) != f.d).sum() > 3000
