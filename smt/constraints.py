@@ -101,36 +101,6 @@ class Constraints:
         """Position i contributes a +0 product whatever the other factor (both finite)."""
         return i in self.zero_a or i in self.zero_b
 
-    def admits(self, fa: Format, fb: Format, fc: Format, a: list[int], b: list[int],
-               c: int, k: int) -> bool:
-        """Whether one concrete row (the first k entries of a and b; packed scale factors
-        after them are free) satisfies the constraints, as :func:`entry` states them."""
-        for vals, fmt, zeros, signs in ((a, fa, self.zero_a, self.sign_a),
-                                        (b, fb, self.zero_b, self.sign_b)):
-            for i, x in enumerate(vals[:k]):
-                if i in zeros and x != 0:
-                    return False
-                if not _ok(fmt, x, self.finite, self.normal, self.exp_range,
-                           "?" if signs is None else signs[i]):
-                    return False
-        if self.zero_c and c != 0:
-            return False
-        return _ok(fc, c, self.finite, self.normal, self.c_exp_range, self.sign_c)
-
-
-def _ok(fmt: Format, x: int, finite: bool, normal: bool, exp_range: tuple[int, int] | None,
-        sign: str) -> bool:
-    cls, s, sig, e = fmt.decode(int(x))
-    if finite and cls in ("nan", "inf"):
-        return False
-    if cls in ("nan", "inf"):
-        return sign == "?" or (sign == "-") == bool(s)
-    if normal and cls == "finite" and sig < (1 << fmt.t):
-        return False
-    if exp_range is not None and cls == "finite" and not exp_range[0] <= e <= exp_range[1]:
-        return False
-    return sign == "?" or (sign == "-") == bool(s)
-
 
 def entry(fmt: Format, x: z3.BitVecRef, finite: bool, normal: bool,
           exp_range: tuple[int, int] | None, sign: str) -> list[z3.BoolRef]:

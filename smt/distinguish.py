@@ -41,6 +41,7 @@ from mmaprobe.models.split_search import Solver, SolverAnswer
 
 from .constraints import Constraints, entry
 from .encode import NotEncodable, check_encodable, encode, shared_exponent_width
+from .pool import impose
 
 #: exponent window of the first pass per support (unbiased exponents of a and b entries)
 WINDOW = 6
@@ -265,20 +266,14 @@ def model_search(a_cfg: AccumulatorConfig, b_cfg: AccumulatorConfig, cons: Const
     constraints) on the numpy model; 'distinct' with the first row the two configurations
     disagree on, else 'unknown'.  The detail says that the solver did not answer and why."""
     rng = np.random.default_rng(seed)
-    fa, fb, fc = (get_format(a_cfg.in_format), get_format(a_cfg.b_fmt),
-                  get_format(a_cfg.c_format))
-    k = a_cfg.k
     batches = [("targeted", *pool_rows(a_cfg, rows, rng)[0])]
     batches += [(kind, *random_rows(a_cfg, rows // 2, rng, kind)) for kind in KINDS]
     tried = 0
     for kind, a, b, c in batches:
-        a, b, c = _constrain(a, b, c, k, cons, fa, fb, fc)
-        keep = [i for i in range(a.shape[0])
-                if cons.admits(fa, fb, fc, a[i].tolist(), b[i].tolist(), int(c[i]), k)]
-        if not keep:
+        a, b, c = impose(a_cfg, a, b, c, cons)
+        if not len(c):
             continue
-        a, b, c = a[keep], b[keep], c[keep]
-        tried += len(keep)
+        tried += len(c)
         da, db = evaluate(a_cfg, a, b, c), evaluate(b_cfg, a, b, c)
         diff = np.flatnonzero(da != db)
         if diff.size:
@@ -288,32 +283,6 @@ def model_search(a_cfg: AccumulatorConfig, b_cfg: AccumulatorConfig, cons: Const
                                f"model search ({kind} rows; the solver did not answer: {why})")
     return Distinction("unknown", None, None, None, time.monotonic() - t0,
                        f"{why}; a model search over {tried} rows found no difference either")
-
-
-def _constrain(a, b, c, k, cons: Constraints, fa, fb, fc):
-    """Rows made to meet the zero and sign constraints (the rest are filtered)."""
-    a, b, c = a.copy(), b.copy(), c.copy()
-    for i in cons.zero_a:
-        a[:, i] = 0
-    for i in cons.zero_b:
-        b[:, i] = 0
-    if cons.zero_c:
-        c[:] = 0
-    for arr, fmt, signs in ((a, fa, cons.sign_a), (b, fb, cons.sign_b)):
-        if signs is None:
-            continue
-        bit = np.uint64(1 << (fmt.bits - 1 + fmt.pad))
-        for i, s in enumerate(signs[:k]):
-            if s == "+":
-                arr[:, i] &= ~bit
-            elif s == "-":
-                arr[:, i] |= bit
-    cbit = np.uint64(1 << (fc.bits - 1 + fc.pad))
-    if cons.sign_c == "+":
-        c &= ~cbit
-    elif cons.sign_c == "-":
-        c |= cbit
-    return a, b, c
 
 
 def pair_solver(constraints: Constraints | None = None) -> Solver:
