@@ -34,18 +34,69 @@ from .formats import get_format
 CHUNK = 8192
 
 
-def evaluate(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
+def evaluate(cfg: AccumulatorConfig, a, b, c, scale_a=None, scale_b=None) -> np.ndarray:
     """Output bit patterns (uint64, shape (N,)) for a, b of shape (N, k) and c of shape (N,).
 
-    a and b hold in_format bit patterns, c holds c_format bit patterns.
+    a holds in_format bit patterns, b b_format (cfg.b_fmt) ones, c c_format ones; with
+    block scaling (cfg.scale_format) scale_a and scale_b hold the scale factors, shape
+    (N, k / scale_block).
     """
+    if cfg.scales and scale_a is None and scale_b is None:
+        a, b, scale_a, scale_b = unpack(cfg, a, b)
     a, b, c = _check_shapes(cfg, a, b, c)
+    scales = _check_scales(cfg, a.shape[0], scale_a, scale_b)
     run = _engine(cfg)
     out = np.empty(a.shape[0], dtype=np.uint64)
     for lo in range(0, a.shape[0], CHUNK):
         hi = lo + CHUNK
-        out[lo:hi] = run(cfg, a[lo:hi], b[lo:hi], c[lo:hi])
+        if scales is None:
+            out[lo:hi] = run(cfg, a[lo:hi], b[lo:hi], c[lo:hi])
+        else:
+            out[lo:hi] = run_int(cfg, a[lo:hi], b[lo:hi], c[lo:hi],
+                                 (scales[0][lo:hi], scales[1][lo:hi]))
     return out
+
+
+def unpack(cfg: AccumulatorConfig, a, b):
+    """(a, b, scale_a, scale_b) of packed rows (cfg.row_width entries: k values, then the
+    scale factors); rows of k entries come back as they are, with no scale factors."""
+    a = np.asarray(a, dtype=np.uint64)
+    b = np.asarray(b, dtype=np.uint64)
+    if not cfg.scales or a.shape[-1] != cfg.row_width:
+        return a, b, None, None
+    k = cfg.k
+    return a[..., :k], b[..., :k], a[..., k:], b[..., k:]
+
+
+def pack(cfg: AccumulatorConfig, a, b, scale_a, scale_b):
+    """Packed rows (see :func:`unpack`)."""
+    if not cfg.scales:
+        return np.asarray(a, dtype=np.uint64), np.asarray(b, dtype=np.uint64)
+    return (np.concatenate([np.asarray(a, np.uint64), np.asarray(scale_a, np.uint64)], -1),
+            np.concatenate([np.asarray(b, np.uint64), np.asarray(scale_b, np.uint64)], -1))
+
+
+def _check_scales(cfg: AccumulatorConfig, n: int, scale_a, scale_b):
+    if cfg.scale_format is None:
+        if scale_a is not None or scale_b is not None:
+            raise InputError(f"scale factors given, but {cfg.describe()} has no block scaling")
+        return None
+    if scale_a is None or scale_b is None:
+        raise InputError(f"{cfg.describe()} needs scale factors of a and b "
+                         f"(shape (N, {cfg.scales}), {cfg.scale_format})")
+    out = []
+    width = get_format(cfg.scale_format).width
+    for name, x in (("scale_a", scale_a), ("scale_b", scale_b)):
+        x = np.asarray(x, dtype=np.uint64)
+        if x.ndim == 1 and n == 1:
+            x = x[None, :]
+        if x.shape != (n, cfg.scales):
+            raise InputError(f"{name} must have shape ({n}, {cfg.scales}); got {x.shape}")
+        if x.size and int(x.max()) >> width:
+            raise InputError(f"{name} holds a bit pattern wider than {width} bits, which is "
+                             f"not a {cfg.scale_format} value: {int(x.max()):#x}")
+        out.append(x)
+    return out[0], out[1]
 
 
 def engine_name(cfg: AccumulatorConfig) -> str:
@@ -63,10 +114,12 @@ def _check_shapes(cfg: AccumulatorConfig, a, b, c):
     if a.ndim == 1:
         a, b, c = a[None, :], b[None, :], c.reshape(1)
     if a.ndim != 2 or a.shape[1] != cfg.k or b.shape != a.shape:
-        raise InputError(f"a and b must have shape (N, k={cfg.k}); got {a.shape} and {b.shape}")
+        packed = f" (or {cfg.row_width} with the scale factors packed)" if cfg.scales else ""
+        raise InputError(f"a and b must have shape (N, k={cfg.k}){packed}; got {a.shape} "
+                         f"and {b.shape}")
     if c.shape != (a.shape[0],):
         raise InputError(f"c must have shape ({a.shape[0]},); got {c.shape}")
-    for name, x, fmt in (("a", a, cfg.in_format), ("b", b, cfg.in_format),
+    for name, x, fmt in (("a", a, cfg.in_format), ("b", b, cfg.b_fmt),
                          ("c", c, cfg.c_format)):
         width = get_format(fmt).width
         if x.size and width < 64 and int(x.max()) >> width:
@@ -80,8 +133,9 @@ _FLOAT_ACC = ("binary32", "binary16", "bfloat16")
 
 @functools.lru_cache(maxsize=256)
 def _engine(cfg: AccumulatorConfig):
-    fin = get_format(cfg.in_format)
-    if (cfg.algorithm == "fused" and (fin.width <= 16 or fin.name == "tf32") and fin.p <= 13
+    fin, fb = get_format(cfg.in_format), get_format(cfg.b_fmt)
+    if (cfg.algorithm == "fused" and cfg.scale_format is None
+            and all((f.width <= 16 or f.name == "tf32") and f.p <= 13 for f in (fin, fb))
             and (cfg.c_format in _FLOAT_ACC or cfg.c_placement == "late")
             and cfg.out_format in _FLOAT_ACC
             and cfg.frac_bits + 3 + log2ceil(cfg.nfma + 1) <= 53):

@@ -11,8 +11,13 @@ algorithm
              interleave='even_odd' the fp8 GFDRDA/CoGFDRDA).
     'sfma'   sequential IEEE fused multiply-adds, d = fma(a_k, b_k, ... fma(a_0, b_0, c)),
              in the output format ([XWYY25] SFMA; [KM25] Sec. IV-A2 fp64 order).
-    'gps'    AMD CDNA2 group-pairwise-sum with IEEE binary32 operations ([XWYY25] GPS);
-             nfma is the group size G.
+    'gps'    AMD CDNA1/CDNA2 group-pairwise-sum with IEEE binary32 operations ([XWYY25]
+             GPS); nfma is the group size G.  CDNA2 flushes subnormals at every stage
+             (flush: all four stages); CDNA1 flushes none (flush: [], [XWYY25] ISA table).
+    'gdfs'   NVIDIA Blackwell group-dot-fused-sum for block-scaled fp4 ([XWYY25] Sec. IV-E):
+             the products of each group of nfma (16) are summed exactly, each group sum is
+             multiplied by its block's scale factors and aligned at the scale factors'
+             exponent (F = 23 + neab = 35 fraction bits) with c, then rounded once.
 nfma
     products fused before one normalisation and rounding; the K products form K/nfma
     consecutive blocks chained through the accumulator (CoFDA).
@@ -49,12 +54,34 @@ late_rounding
     rounding of the late addition of c (c_placement='late').
 flush
     stages whose subnormals are flushed to zero: inputs, products, sums, output ('gps'
-    always flushes all four; 'sfma' allows only output).
+    flushes all four or none; 'sfma' allows only output; 'gdfs' inputs and output).
 nan
     'canonical': NVIDIA's canonical NaN (0x7fffffff for binary32, 0x7fff for binary16);
-    'ieee': the format's default quiet NaN.
+    'ieee': the format's default quiet NaN;
+    'propagate' (algorithm 'sfma' with one IEEE format for a, b, c and d; Hopper DMMA,
+    measured on an H100 (shared/hwdata/H100-ptx)): each FMA whose result is NaN returns its
+    first NaN operand in the order b_k, accumulator, a_k, quietened (quiet bit set, sign
+    and payload kept); an invalid operation without a NaN operand (0 x inf, inf - inf)
+    returns the default NaN with the sign bit set (0xfff8000000000000 in binary64); the
+    result is not made canonical at the end.
 product_overflow
-    products of magnitude >= 2**128 become infinities (CDNA3, [XWYY25] FDRDA step 2).
+    products of magnitude >= 2**128 become infinities (CDNA3, [XWYY25] FDRDA step 2); they
+    are looked at only when no input is NaN or infinite (FDRDA step 3 after step 1).
+zero_sign
+    sign of a zero that a fused block ('fused', 'fdrda', 'gdfs') returns.  'ieee': IEEE
+    754's rules (an exact zero sum is -0 only when every term is -0, or any is under RD; a
+    non-zero sum rounded or flushed to zero keeps its sign).  'positive': every zero a block
+    returns is +0 (all fused NVIDIA Hopper instructions: HMMA, HGMMA, QGMMA, measured on an
+    H100; [XWYY25]'s FDA/GDFS sum in fixed point, so a zero is +0).  The IEEE operations
+    (late c, 'sfma', 'gps') always follow IEEE 754.
+b_format
+    format of b when it differs from a's (mixed fp8 e4m3 x e5m2 on Hopper, measured on an
+    H100; the f8f6f4 mixes of [XWYY25] Table III); null: b is in in_format.
+scale_format, scale_block
+    block scaling ([XWYY25] Sec. IV-C "Scale factor" and IV-E): each run of scale_block
+    consecutive products shares one scale factor of a and one of b (extra inputs, in
+    scale_format: ue8m0 for MXFP8/6/4, ue4m3 for NVFP4); a product's alignment exponent
+    includes both scale exponents; a NaN scale factor makes the result NaN.  null: none.
 """
 
 from __future__ import annotations
@@ -65,16 +92,20 @@ from pathlib import Path
 from typing import Any
 
 from .errors import MmaprobeError
-from .formats import ROUNDING_MODES, FormatError, get_format
+from .formats import ROUNDING_MODES, ZERO_SIGN_RULES, FormatError, get_format
 from .yamldoc import load_doc
 
-ALGORITHMS = ("fused", "fdrda", "sfma", "gps")
+ALGORITHMS = ("fused", "fdrda", "sfma", "gps", "gdfs")
+#: algorithms whose blocks are fused sums (the zero_sign rule applies to them)
+FUSED_ALGORITHMS = ("fused", "fdrda", "gdfs")
 NORMALISATIONS = ("denormalised", "normalised")
 ALIGN_ROUNDINGS = ("rz", "rd", "rne", "rz_sticky")
 PLACEMENTS = ("early", "late")
 INTERLEAVES = ("none", "pairs", "even_odd")
 FLUSH_STAGES = ("inputs", "products", "sums", "output")
-NAN_STYLES = ("canonical", "ieee")
+NAN_STYLES = ("canonical", "ieee", "propagate")
+ZERO_SIGNS = ZERO_SIGN_RULES
+SCALE_FORMATS = ("ue8m0", "ue4m3")
 
 #: binary32's fraction bits; neab counts alignment bits beyond these ([KM25] Sec. II).
 ACC_FRACTION_BITS = 23
@@ -121,6 +152,10 @@ _DOMAINS: dict[str, tuple[Any, str]] = {
         f"a list of stages from {', '.join(FLUSH_STAGES)}"),
     "nan": (lambda v: v in NAN_STYLES, f"one of {', '.join(NAN_STYLES)}"),
     "product_overflow": (lambda v: isinstance(v, bool), "true or false"),
+    "zero_sign": (lambda v: v in ZERO_SIGNS, f"one of {', '.join(ZERO_SIGNS)}"),
+    "scale_format": (lambda v: v is None or v in SCALE_FORMATS,
+                     f"null or one of {', '.join(SCALE_FORMATS)}"),
+    "scale_block": (_int_in(1, MAX_K, null=True), f"null or an integer in [1, {MAX_K}]"),
 }
 
 
@@ -173,6 +208,10 @@ class AccumulatorConfig:
     flush: tuple[str, ...] = field(default_factory=tuple)
     nan: str = "canonical"
     product_overflow: bool = False
+    zero_sign: str = "ieee"
+    b_format: str | None = None
+    scale_format: str | None = None
+    scale_block: int | None = None
 
     def __post_init__(self) -> None:
         # Canonicalise format names and defaults so equal configurations compare equal.
@@ -181,15 +220,24 @@ class AccumulatorConfig:
                 object.__setattr__(self, name, get_format(getattr(self, name)).name)
             except FormatError as e:
                 raise ConfigError(f"{name}: {e}") from None
+        if self.b_format is not None:
+            try:
+                bname = get_format(self.b_format).name
+            except (FormatError, TypeError) as e:
+                raise ConfigError(f"b_format: {e}") from None
+            # b in a's format is spelled null, so equal configurations compare equal
+            object.__setattr__(self, "b_format", None if bname == self.in_format else bname)
+        if isinstance(self.scale_format, str):
+            try:
+                object.__setattr__(self, "scale_format", get_format(self.scale_format).name)
+            except FormatError:
+                pass  # reported by validate with the field's domain
         problem = field_problem("k", self.k) or field_problem("flush", self.flush)
         if problem:
             bad = "k" if field_problem("k", self.k) else "flush"
             raise ConfigError(f"{bad}: got {getattr(self, bad)!r}, expected {problem}")
         if self.nfma == 0 and _is_int(self.nfma):
             object.__setattr__(self, "nfma", self.k)
-        if self.algorithm == "gps":
-            # CDNA2 flushes subnormals at every stage ([XWYY25] Alg. 3): not optional
-            object.__setattr__(self, "flush", FLUSH_STAGES)
         object.__setattr__(self, "flush", tuple(sorted(set(self.flush),
                                                        key=FLUSH_STAGES.index)))
         self.validate()
@@ -234,15 +282,79 @@ class AccumulatorConfig:
                  "a power of two (the GPS group size)")
             need(self.out_format == "binary32" and self.c_format == "binary32",
                  "out_format", "binary32 for algorithm 'gps'")
-        if self.algorithm == "fdrda":
+            need(self.flush in ((), FLUSH_STAGES), "flush",
+                 "all four stages (CDNA2) or none (CDNA1) for algorithm 'gps' "
+                 "([XWYY25] Alg. 3)")
+        if self.algorithm in ("fdrda", "gdfs"):
             need(self.out_format == "binary32" and self.c_format == "binary32",
-                 "out_format", "binary32 for algorithm 'fdrda'")
+                 "out_format", f"binary32 for algorithm {self.algorithm!r}")
+        if self.zero_sign != "ieee":
+            need(self.algorithm in FUSED_ALGORITHMS, "zero_sign",
+                 "'ieee' for algorithm 'sfma' and 'gps' (IEEE operations)")
+        if self.nan == "propagate":
+            fin = get_format(self.in_format)
+            need(self.algorithm == "sfma" and fin.kind == "ieee" and fin.pad == 0
+                 and self.in_format == self.b_fmt == self.c_format == self.out_format,
+                 "nan", "'propagate' only with algorithm 'sfma' and one IEEE format for "
+                 "a, b, c and d")
+        need((self.scale_format is None) == (self.scale_block is None), "scale_block",
+             "set together with scale_format (both null without block scaling)")
+        if self.scale_format is not None:
+            need(self.k % self.scale_block == 0, "scale_block", f"a divisor of k={self.k}")
+            need(self.algorithm in ("fused", "gdfs") and self.interleave == "none",
+                 "scale_format", "null except for algorithm 'fused' (interleave 'none') "
+                 "and 'gdfs'")
+        if self.algorithm == "gdfs":
+            need(self.scale_format is not None, "scale_format",
+                 "ue8m0 or ue4m3 for algorithm 'gdfs' (block-scaled groups)")
+            need(self.scale_block % self.nfma == 0, "nfma",
+                 f"a divisor of scale_block={self.scale_block} (one scale factor per group)")
+            need(self.interleave == "none" and self.c_placement == "early", "interleave",
+                 "'none' with c_placement 'early' for algorithm 'gdfs'")
+            need(set(self.flush) <= {"inputs", "output"}, "flush",
+                 "at most inputs and output for algorithm 'gdfs'")
+            need(not self.product_overflow, "product_overflow",
+                 "false for algorithm 'gdfs' (exact group sums)")
 
     # -- derived -----------------------------------------------------------------
     @property
     def frac_bits(self) -> int:
         """F: fraction bits kept below the largest exponent at alignment."""
         return ACC_FRACTION_BITS + self.neab
+
+    @property
+    def b_fmt(self) -> str:
+        """The format of b: b_format, or in_format when they are the same.
+
+        >>> AccumulatorConfig(in_format="e4m3", b_format="e5m2", k=32).b_fmt
+        'e5m2'
+        """
+        return self.b_format or self.in_format
+
+    @property
+    def scales(self) -> int:
+        """Scale factors per operand and row (k / scale_block; 0 without block scaling)."""
+        return 0 if self.scale_block is None else self.k // self.scale_block
+
+    @property
+    def operands(self) -> tuple[str, str | None, int | None]:
+        """What a row holds beyond the shape (in, c, out, k): b's format and the block
+        scaling (scale_format, scale_block); (in_format, None, None) for plain rows."""
+        return self.b_fmt, self.scale_format, self.scale_block
+
+    @property
+    def row_width(self) -> int:
+        """Entries of a packed row of a (or b): its k values, then its scale factors.
+
+        Flows that move rows around (suites, pools, devices) carry the scale factors of a
+        block-scaled configuration packed after the k values; the engines accept packed
+        rows or the scale factors given apart.
+
+        >>> AccumulatorConfig(in_format="e2m1", k=64, algorithm="gdfs", nfma=16, neab=12,
+        ...                   scale_format="ue4m3", scale_block=16).row_width
+        68
+        """
+        return self.k + self.scales
 
     @property
     def blocks(self) -> int:
@@ -320,12 +432,14 @@ class AccumulatorConfig:
 
     def describe(self) -> str:
         """One line naming the non-default features."""
-        parts = [f"{self.in_format}->{self.out_format}", f"k={self.k}", self.algorithm]
-        if self.algorithm in ("fused", "fdrda"):
+        ab = self.in_format if self.b_format is None else f"{self.in_format}x{self.b_format}"
+        parts = [f"{ab}->{self.out_format}", f"k={self.k}", self.algorithm]
+        if self.algorithm in FUSED_ALGORITHMS:
             parts += [f"nfma={self.nfma}", f"neab={self.neab}"]
         defaults = AccumulatorConfig(in_format=self.in_format, k=self.k)
         for f in dataclasses.fields(self):
-            if f.name in ("in_format", "out_format", "k", "algorithm", "nfma", "neab"):
+            if f.name in ("in_format", "b_format", "out_format", "k", "algorithm", "nfma",
+                          "neab"):
                 continue
             v = getattr(self, f.name)
             if v != getattr(defaults, f.name):

@@ -70,15 +70,16 @@ def _float_bits(fmt: Format, v) -> np.ndarray:
 def run_float(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
     """Fused blocks (FDA/CoFDA) in float64, exact by the module docstring's argument."""
     fin, fout = get_format(cfg.in_format), get_format(cfg.out_format)
+    fb = get_format(cfg.b_fmt)
     val, ex = _tables(fin, "inputs" in cfg.flush)
+    valb, exb = (val, ex) if fb is fin else _tables(fb, "inputs" in cfg.flush)
     F = cfg.frac_bits
     mode, amode = cfg.final_rounding, cfg.align_rounding
     sticky = amode == "rz_sticky"
     p_out = fout.p if cfg.out_frac_bits is None else cfg.out_frac_bits + 1
-    pad = np.uint64(fin.pad)
     a, b = in_block_order(cfg, a, b)
-    ia = (a >> pad).astype(np.intp) if fin.pad else a.astype(np.intp)
-    ib = (b >> pad).astype(np.intp) if fin.pad else b.astype(np.intp)
+    ia = (a >> np.uint64(fin.pad)).astype(np.intp) if fin.pad else a.astype(np.intp)
+    ib = (b >> np.uint64(fb.pad)).astype(np.intp) if fb.pad else b.astype(np.intp)
     late = cfg.c_placement == "late"
     fc = get_format(cfg.c_format)
     acc, acc_fmt = (np.zeros_like(c), fout) if late else (c, fc)
@@ -86,11 +87,12 @@ def run_float(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore"):
         for blk in range(cfg.blocks):
             sa, sb = ia[:, blk * n:(blk + 1) * n], ib[:, blk * n:(blk + 1) * n]
-            p = val[sa] * val[sb]
+            p = val[sa] * valb[sb]
             if cfg.product_normalisation == "normalised":
                 pe = _flog2(p)
             else:
-                pe = ex[sa] + ex[sb]
+                pe = ex[sa] + exb[sb]
+            p_in = p  # the products before overflow: the input specials decide first
             if cfg.product_overflow:
                 p = np.where(np.abs(p) >= 2.0 ** 128, p * np.inf, p)
             if "products" in cfg.flush:
@@ -120,15 +122,23 @@ def run_float(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
             # any inf/NaN term makes the exact-float sum inf/NaN exactly as FDA step 1 says
             special = ~np.isfinite(total)
             spec_nan, spec_neg = np.isnan(total), total < 0
+            if cfg.product_overflow:
+                # FDRDA steps 1-3 (reference._specials): where an input is inf or NaN,
+                # overflowing products do not count
+                raw = p_in.sum(1) + vc
+                insp = ~np.isfinite(raw)
+                spec_nan = np.where(insp, np.isnan(raw), spec_nan)
+                spec_neg = np.where(insp, raw < 0, spec_neg)
             unit = emax - F - int(sticky)
             if cfg.carry_bits is not None:
                 limit = 2.0 ** (F + 2 + cfg.carry_bits + int(sticky))
                 total = np.where(special | (np.abs(total) < limit), total,
                                  np.fmod(total, limit))
             zs = exact_zero_sign(mode, live, np.signbit(p).any(1) | np.signbit(vc),
-                                 np.signbit(p).all(1) & np.signbit(vc))
+                                 np.signbit(p).all(1) & np.signbit(vc), cfg.zero_sign)
             total = np.where(special, 0.0, total)
-            d = _float_round(fout, total, unit, mode, zs, p_out, "output" in cfg.flush)
+            d = _float_round(fout, total, unit, mode, zs, p_out, "output" in cfg.flush,
+                             cfg.zero_sign == "positive")
             d = _apply_specials(cfg, fout, d, spec_nan, special & ~spec_nan, spec_neg)
             acc, acc_fmt = d, fout
     return _late_c(cfg, fout, fc, acc, c) if late else acc
@@ -140,8 +150,11 @@ def _sticky(x):
     return np.where(t != x, t + np.copysign(1.0, x), t)
 
 
-def _float_round(fmt: Format, total, unit, mode, zero_sign, p, flush) -> np.ndarray:
-    """Round the exact float64 integer total * 2**unit to fmt with mode (see _round_bits)."""
+def _float_round(fmt: Format, total, unit, mode, zero_sign, p, flush,
+                 positive_zero: bool = False) -> np.ndarray:
+    """Round the exact float64 integer total * 2**unit to fmt with mode (see _round_bits);
+    positive_zero: a non-zero total rounded or flushed to zero gives +0
+    (formats.rounded_zero_sign, zero_sign 'positive')."""
     nz = total != 0
     E = _flog2(total) + unit
     Ec = np.maximum(E, fmt.emin)
@@ -165,8 +178,9 @@ def _float_round(fmt: Format, total, unit, mode, zero_sign, p, flush) -> np.ndar
         r = np.copysign(m, y)
     v = r * _pow2(qe)
     v = np.where(np.abs(v) >= 2.0 ** (fmt.emax + 1), np.copysign(np.inf, total), v)
-    v = np.where(v == 0, np.copysign(0.0, total), v)
+    zero = 0.0 if positive_zero else np.copysign(0.0, total)
+    v = np.where(v == 0, zero, v)
     if flush:
-        v = np.where(nz & (E < fmt.emin), np.copysign(0.0, total), v)
+        v = np.where(nz & (E < fmt.emin), zero, v)
     v = np.where(nz, v, np.where(zero_sign, -0.0, 0.0))
     return _float_bits(fmt, v)

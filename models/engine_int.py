@@ -19,7 +19,14 @@ import math
 import numpy as np
 
 from .config import AccumulatorConfig
-from .formats import Format, decode_array, exact_zero_sign, get_format, round_increment
+from .formats import (
+    Format,
+    decode_array,
+    exact_zero_sign,
+    get_format,
+    round_increment,
+    rounded_zero_sign,
+)
 from .reference import FDRDA_DOT_BITS, GFDRDA_C_RZ_BELOW
 from .reference import nan_bits as _nan_bits
 
@@ -34,7 +41,19 @@ def int_dtype(cfg: AccumulatorConfig):
     """int64 when every intermediate provably fits in 62 bits, else object (Python ints)."""
     fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
                      get_format(cfg.out_format))
-    sig_bits = max(2 * fin.p, fc.p, fout.p)
+    fb = get_format(cfg.b_fmt)
+    sig_bits = max(fin.p + fb.p, fc.p, fout.p)
+    if cfg.scale_format is not None:
+        sig_bits += 2 * get_format(cfg.scale_format).p
+    if cfg.algorithm == "gdfs":
+        # group sums at the smallest product unit, times the scale significands; aligned
+        # group values stay below 2**(F + log2 G + emax_a + emax_b + 4) (see _gdfs)
+        spread = (fin.emax - fin.emin) + (fb.emax - fb.emin) + fin.p + fb.p
+        groups = cfg.k // cfg.nfma
+        need = max(spread + log2ceil(cfg.nfma + 1) + 2 * get_format(cfg.scale_format).p,
+                   cfg.frac_bits + log2ceil(cfg.nfma) + fin.emax + fb.emax + 6
+                   + log2ceil(groups + 2))
+        return np.int64 if need <= 61 else object
     if cfg.algorithm in ("sfma", "gps"):
         # two-operand round-to-odd sums: max(operand bits, p + 3) + 3 (see _add2)
         need = max(sig_bits, fout.p + 3) + 3
@@ -122,23 +141,43 @@ def _decode(fmt: Format, bits, flush: bool):
     return special, sign, sig, exp
 
 
-def _products(cfg: AccumulatorConfig, fin: Format, a, b, dt):
-    """Exact products (special, sign, sig, lsb, exp), each (n, m); exp is the alignment one."""
+def _products(cfg: AccumulatorConfig, fin: Format, a, b, dt, scales=None):
+    """Exact products (special, sign, sig, lsb, exp), each (n, m); exp is the alignment one.
+
+    a is in fin, b in cfg.b_fmt; scales (block scaling) are the (n, m) scale factors of a
+    and b of each product.  special: 0 finite, 1 infinite, 2 NaN, 3 a finite product that
+    overflows (product_overflow; reference._products 'ovf').
+    """
     flush_in = "inputs" in cfg.flush
-    xa, sa, ma, ea = _decode(fin, a, flush_in)
-    xb, sb, mb, eb = _decode(fin, b, flush_in)
-    sign = sa ^ sb
-    nan = (xa == 2) | (xb == 2) | ((xa == 1) & (mb == 0) & (xb == 0)) | (
-        (xb == 1) & (ma == 0) & (xa == 0))
-    special = np.where(nan, 2, np.where((xa == 1) | (xb == 1), 1, 0))
-    sig = ma.astype(dt) * mb.astype(dt)
-    lsb = ea + eb - 2 * fin.t
+    fb = get_format(cfg.b_fmt)
+    factors = [_decode(fin, a, flush_in), _decode(fb, b, flush_in)]
+    fmts = [fin, fb]
+    if scales is not None:
+        fs = get_format(cfg.scale_format)
+        factors += [_decode(fs, scales[0], False), _decode(fs, scales[1], False)]
+        fmts += [fs, fs]
+    anynan = np.zeros(a.shape, bool)
+    anyinf = np.zeros(a.shape, bool)
+    anyzero = np.zeros(a.shape, bool)
+    sign = np.zeros(a.shape, np.int64)
+    sig = np.ones(a.shape, dt)
+    lsb = np.zeros(a.shape, np.int64)
+    exp = np.zeros(a.shape, np.int64)
+    for (x, sx, mx, ex), f in zip(factors, fmts):
+        anynan |= x == 2
+        anyinf |= x == 1
+        anyzero |= (x == 0) & (mx == 0)
+        sign = sign ^ sx
+        sig = sig * mx.astype(dt)
+        lsb = lsb + ex - f.t
+        exp = exp + ex
+    special = np.where(anynan | (anyinf & anyzero), 2, np.where(anyinf, 1, 0))
     top = lsb + _bitlen(sig) - 1  # floor(log2 |p|) where sig != 0
     live = sig != 0
-    exp = np.where(live, top, ea + eb) if cfg.product_normalisation == "normalised" \
-        else ea + eb
+    if cfg.product_normalisation == "normalised":
+        exp = np.where(live, top, exp)
     if cfg.product_overflow:
-        special = np.where((special == 0) & live & (top >= 128), 1, special)
+        special = np.where((special == 0) & live & (top >= 128), 3, special)
     if "products" in cfg.flush:
         sig = _pick(live & (top < _B32.emin), np.zeros_like(sig), sig)
     sig = _pick(special != 0, np.zeros_like(sig), sig)
@@ -146,10 +185,19 @@ def _products(cfg: AccumulatorConfig, fin: Format, a, b, dt):
 
 
 def _special_rows(spec, sign, cspec, csign):
-    """FDA step 1 ([XWYY25] Sec. IV-A): NaN wins, +inf with -inf is NaN, else the infinity."""
+    """FDA step 1 ([XWYY25] Sec. IV-A): NaN wins, +inf with -inf is NaN, else the infinity.
+
+    Overflowing products (spec 3) count only in rows whose inputs hold no NaN or infinity
+    (FDRDA steps 1-3, reference._specials).
+    """
     pos = ((spec == 1) & (sign == 0)).any(1) | ((cspec == 1) & (csign == 0))
     neg = ((spec == 1) & (sign == 1)).any(1) | ((cspec == 1) & (csign == 1))
     nan = (spec == 2).any(1) | (cspec == 2) | (pos & neg)
+    quiet = ~(nan | pos | neg)
+    opos = quiet & ((spec == 3) & (sign == 0)).any(1)
+    oneg = quiet & ((spec == 3) & (sign == 1)).any(1)
+    nan |= opos & oneg
+    pos, neg = pos | opos, neg | oneg
     inf = ~nan & (pos | neg)
     return nan, inf, neg
 
@@ -157,11 +205,13 @@ def _special_rows(spec, sign, cspec, csign):
 # -- exact rounding to an output format ----------------------------------------------------
 
 def _round_bits(fmt: Format, total, unit, mode: str, zero_sign, p: int | None = None,
-                flush: bool = False, ieee_overflow: bool = False) -> np.ndarray:
+                flush: bool = False, ieee_overflow: bool = False,
+                zero_rule: str = "ieee") -> np.ndarray:
     """Round total * 2**unit (total a signed integer, possibly rounded to odd) to fmt bits.
 
-    zero_sign gives the sign of an exact zero; overflow gives infinity (the matrix units'
-    way, reference._out) or follows IEEE 754 for the mode when ieee_overflow is set.
+    zero_sign gives the sign of an exact zero, zero_rule (formats.rounded_zero_sign) that
+    of a non-zero value rounded or flushed to zero; overflow gives infinity (the matrix
+    units' way, reference._out) or follows IEEE 754 for the mode when ieee_overflow is set.
     """
     p = fmt.p if p is None else p
     neg = total < 0
@@ -198,7 +248,8 @@ def _round_bits(fmt: Format, total, unit, mode: str, zero_sign, p: int | None = 
         bits = np.where(over, np.where(to_inf, inf, big), bits)
     else:
         bits = np.where(over, inf, bits)
-    zero = sbit if fmt.has_negative_zero else np.zeros_like(sbit)
+    zneg = rounded_zero_sign(zero_rule, neg) & fmt.has_negative_zero
+    zero = zneg.astype(np.uint64) << np.uint64(fmt.bits - 1)
     bits = np.where(q == 0, zero, bits)
     if flush:
         bits = np.where(nz & (E < fmt.emin), zero, bits)
@@ -208,18 +259,20 @@ def _round_bits(fmt: Format, total, unit, mode: str, zero_sign, p: int | None = 
 
 # -- the fused sum -------------------------------------------------------------------------
 
-def _fused_sum(cfg: AccumulatorConfig, sign, sig, lsb, exp):
+def _fused_sum(cfg: AccumulatorConfig, sign, sig, lsb, exp, counts=None):
     """Align terms (n, m) at their largest exponent with F fraction bits; add them.
 
     Returns (total, unit, any_live, zero_sign, emax): the fixed-point sum
     total * 2**unit, whether any term is non-zero, the sign of an exact zero sum and the
-    alignment exponent (reference.fused_sum).
+    alignment exponent (reference.fused_sum).  counts marks the terms whose exponent sets
+    the alignment (default: the non-zero ones).
     """
     F = cfg.frac_bits
     live = sig != 0
     any_live = live.any(1)
-    emax = np.where(live, exp, DEAD).max(1)
-    emax = np.where(any_live, emax, 0)
+    counts = live if counts is None else counts
+    emax = np.where(counts, exp, DEAD).max(1)
+    emax = np.where(counts.any(1), emax, 0)
     q = (emax - F)[:, None]
     d = lsb - q
     left = d >= 0
@@ -247,7 +300,8 @@ def _fused_sum(cfg: AccumulatorConfig, sign, sig, lsb, exp):
             tmag = _pick(tneg, -total, total)
             tmag = _pick(tmag >= limit, tmag & (limit - 1), tmag)
             total = _pick(tneg, -tmag, tmag)
-    zero_sign = exact_zero_sign(cfg.final_rounding, any_live, neg.any(1), neg.all(1))
+    zero_sign = exact_zero_sign(cfg.final_rounding, any_live, neg.any(1), neg.all(1),
+                                cfg.zero_sign)
     return total, emax - F - int(sticky), any_live, zero_sign, emax
 
 
@@ -310,23 +364,32 @@ def _operand(fmt: Format, bits, flush: bool = False):
 
 # -- the integer engine --------------------------------------------------------------------
 
-def run_int(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
+def run_int(cfg: AccumulatorConfig, a, b, c, scales=None) -> np.ndarray:
+    """The integer engine; scales = (scale_a, scale_b), each (n, k/scale_block), with block
+    scaling (cfg.scale_format)."""
     if cfg.algorithm in ("sfma", "gps"):
         fout = get_format(cfg.out_format)
         d = _sfma(cfg, a, b, c) if cfg.algorithm == "sfma" else _gps(cfg, a, b, c)
+        if cfg.nan == "propagate":
+            return d
         return np.where(d == np.uint64(fout.nan_bits()), np.uint64(_nan_bits(cfg, fout)), d)
+    if cfg.algorithm == "gdfs":
+        return _gdfs(cfg, a, b, c, scales)
     fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
                      get_format(cfg.out_format))
     a, b = in_block_order(cfg, a, b)
     n = cfg.nfma
     late = cfg.algorithm == "fused" and cfg.c_placement == "late"
     acc, acc_fmt = (np.zeros_like(c), fout) if late else (c, fc)
+    if scales is not None:  # one column per product (interleave is 'none' with scales)
+        scales = tuple(np.repeat(x, cfg.scale_block, axis=1) for x in scales)
     for blk in range(cfg.k // n):
         sl = slice(blk * n, (blk + 1) * n)
         if cfg.algorithm == "fdrda":
             acc = _fdrda_block(cfg, fin, a[:, sl], b[:, sl], acc)
         else:
-            acc = _fused_block(cfg, fin, fout, acc_fmt, a[:, sl], b[:, sl], acc, blk == 0)
+            acc = _fused_block(cfg, fin, fout, acc_fmt, a[:, sl], b[:, sl], acc, blk == 0,
+                               None if scales is None else (scales[0][:, sl], scales[1][:, sl]))
         acc_fmt = fout
     return _late_c(cfg, fout, fc, acc, c) if late else acc
 
@@ -347,10 +410,10 @@ def _late_c(cfg, fout, fc, acc, c) -> np.ndarray:
     return np.where(d == np.uint64(fout.nan_bits()), np.uint64(_nan_bits(cfg, fout)), d)
 
 
-def _fused_block(cfg, fin, fout, acc_fmt, a, b, acc, first) -> np.ndarray:
+def _fused_block(cfg, fin, fout, acc_fmt, a, b, acc, first, scales=None) -> np.ndarray:
     dt = int_dtype(cfg)
     flush_c = ("inputs" if first else "sums") in cfg.flush
-    pspec, psign, psig, plsb, pexp = _products(cfg, fin, a, b, dt)
+    pspec, psign, psig, plsb, pexp = _products(cfg, fin, a, b, dt, scales)
     cspec, csign, csig, cexp = _decode(acc_fmt, acc, flush_c)
     nan, inf, inf_neg = _special_rows(pspec, psign, cspec, csign)
     csig = np.where(cspec != 0, 0, csig).astype(dt)
@@ -360,7 +423,7 @@ def _fused_block(cfg, fin, fout, acc_fmt, a, b, acc, first) -> np.ndarray:
         cfg, np.column_stack([psign, csign]), _hstack(psig, csig),
         np.column_stack([plsb, cexp - acc_fmt.t]), np.column_stack([pexp, cexp]))
     d = _round_bits(fout, total, unit, mode, zero_sign, p_out,
-                    "output" in cfg.flush)
+                    "output" in cfg.flush, zero_rule=cfg.zero_sign)
     return _apply_specials(cfg, fout, d, nan, inf, inf_neg)
 
 
@@ -419,8 +482,10 @@ def _fdrda_block(cfg, fin, a, b, acc) -> np.ndarray:
     total = dot_r + c_r
     mode = cfg.final_rounding
     p_out = None if cfg.out_frac_bits is None else cfg.out_frac_bits + 1
-    zs = exact_zero_sign(mode, any_dot | live_c, psign.any(1) | cneg, psign.all(1) & cneg)
-    d = _round_bits(_B32, total, unit, mode, zs, p_out, "output" in cfg.flush)
+    zs = exact_zero_sign(mode, any_dot | live_c, psign.any(1) | cneg, psign.all(1) & cneg,
+                         cfg.zero_sign)
+    d = _round_bits(_B32, total, unit, mode, zs, p_out, "output" in cfg.flush,
+                    zero_rule=cfg.zero_sign)
     return _apply_specials(cfg, _B32, d, nan, inf, inf_neg)
 
 
@@ -429,14 +494,28 @@ def _sfma(cfg, a, b, c) -> np.ndarray:
     dt = int_dtype(cfg)
     fin, fout = get_format(cfg.in_format), get_format(cfg.out_format)
     acc, acc_fmt = c, get_format(cfg.c_format)
+    plain = _PLAIN.replace(in_format=fin.name, b_format=cfg.b_format, k=1)
     for i in range(cfg.k):
-        pspec, psign, psig, plsb, _ = _products(_PLAIN.replace(in_format=fin.name, k=1),
-                                                fin, a[:, i:i + 1], b[:, i:i + 1], dt)
+        pspec, psign, psig, plsb, _ = _products(plain, fin, a[:, i:i + 1], b[:, i:i + 1], dt)
         prod = (pspec[:, 0], psign[:, 0], psig[:, 0], plsb[:, 0])
+        acc_in = acc
         acc = _ieee_add(fout, _operand(acc_fmt, acc), prod, cfg.final_rounding,
                         "output" in cfg.flush, dt)
+        if cfg.nan == "propagate":
+            acc = _propagate_nan(fout, acc, [b[:, i], acc_in, a[:, i]])
         acc_fmt = fout
     return acc
+
+
+def _propagate_nan(fmt: Format, d, operands):
+    """nan='propagate' (reference.propagated_nan): a NaN result is the first NaN operand,
+    quietened, or the default NaN with the sign set when no operand is NaN."""
+    nan = _decode(fmt, d, False)[0] == 2
+    out = np.where(nan, np.uint64(fmt.nan_bits(1)), d)
+    quiet = np.uint64(1 << (fmt.t - 1 + fmt.pad))
+    for x in reversed(operands):  # the first operand in the list wins
+        out = np.where(nan & (_decode(fmt, x, False)[0] == 2), x | quiet, out)
+    return out
 
 
 #: Product decoding without flushes or overflow (SFMA and GPS products are plain IEEE).
@@ -447,27 +526,75 @@ def _gps(cfg, a, b, c) -> np.ndarray:
     """CDNA2 group-pairwise-sum, binary32 RNE with flushes ([XWYY25], Alg. 2 and 3)."""
     dt = int_dtype(cfg)
     fin = get_format(cfg.in_format)
-    plain = _PLAIN.replace(in_format=fin.name, k=1, flush=("inputs",))
+    fl = bool(cfg.flush)  # CDNA2 flushes at every stage, CDNA1 nowhere (config)
+    plain = _PLAIN.replace(in_format=fin.name, b_format=cfg.b_format, k=1,
+                           flush=("inputs",) if fl else ())
     prods = []
     for i in range(cfg.k):
         pspec, psign, psig, plsb, _ = _products(plain, fin, a[:, i:i + 1], b[:, i:i + 1], dt)
         zero = (
             np.zeros_like(pspec[:, 0]), psign[:, 0], np.zeros_like(psig[:, 0]), plsb[:, 0])
         prods.append(_ieee_add(_B32, (pspec[:, 0], psign[:, 0], psig[:, 0], plsb[:, 0]),
-                               zero, "rne", True, dt))
+                               zero, "rne", fl, dt))
 
     def pairwise(ps):
         if len(ps) == 1:
             return ps[0]
         h = len(ps) // 2
         return _ieee_add(_B32, _operand(_B32, pairwise(ps[:h])),
-                         _operand(_B32, pairwise(ps[h:])), "rne", True, dt)
+                         _operand(_B32, pairwise(ps[h:])), "rne", fl, dt)
 
     d = c
     G = cfg.nfma
     for k in range(0, cfg.k, G):
         g = pairwise(prods[k:k + G])
-        d = _ieee_add(_B32, _operand(_B32, d, flush=k == 0), _operand(_B32, g), "rne", True, dt)
+        d = _ieee_add(_B32, _operand(_B32, d, flush=fl and k == 0), _operand(_B32, g), "rne",
+                      fl, dt)
     return d
+
+
+def _gdfs(cfg: AccumulatorConfig, a, b, c, scales) -> np.ndarray:
+    """NVIDIA Blackwell group-dot-fused-sum ([XWYY25] Sec. IV-E; reference._gdfs)."""
+    dt = int_dtype(cfg)
+    fin, fb, fs = get_format(cfg.in_format), get_format(cfg.b_fmt), get_format(cfg.scale_format)
+    plain = cfg.replace(algorithm="fused", scale_format=None, scale_block=None)
+    pspec, psign, psig, plsb, _ = _products(plain, fin, a, b, dt)
+    cspec, csign, csig, cexp = _decode(_B32, c, "inputs" in cfg.flush)
+    nan, inf, inf_neg = _special_rows(pspec, psign, cspec, csign)
+    xsa, _, msa, esa = _decode(fs, scales[0], False)
+    xsb, _, msb, esb = _decode(fs, scales[1], False)
+    nan = nan | (xsa == 2).any(1) | (xsb == 2).any(1)
+    inf &= ~nan
+    csig = np.where(cspec != 0, 0, csig).astype(dt)
+    mode, G, n = cfg.final_rounding, cfg.nfma, a.shape[0]
+    u0 = (fin.emin - fin.t) + (fb.emin - fb.t)  # the smallest product unit
+    groups = cfg.k // G
+    gsign = np.zeros((n, groups), np.int64)
+    gsig = np.zeros((n, groups), dt)
+    glsb = np.zeros((n, groups), np.int64)
+    gexp = np.zeros((n, groups), np.int64)
+    gcount = np.zeros((n, groups), bool)
+    for g in range(groups):
+        sl = slice(g * G, (g + 1) * G)
+        ps, pm = psign[:, sl] != 0, psig[:, sl]
+        x = _shl(pm, plsb[:, sl] - u0)
+        sigma = _pick(ps, -x, x).sum(1)
+        j = g * G // cfg.scale_block
+        v = sigma * (msa[:, j].astype(dt) * msb[:, j].astype(dt))
+        vneg = v < 0
+        zs = exact_zero_sign(mode, (pm != 0).any(1), ps.any(1), ps.all(1), cfg.zero_sign)
+        gsign[:, g] = np.where(v != 0, vneg, zs)
+        gsig[:, g] = _pick(vneg, -v, v)
+        glsb[:, g] = u0 - 2 * fs.t + esa[:, j] + esb[:, j]
+        gexp[:, g] = esa[:, j] + esb[:, j]
+        gcount[:, g] = (msa[:, j] != 0) & (msb[:, j] != 0)
+    total, unit, _, zero_sign, _ = _fused_sum(
+        cfg, np.column_stack([gsign, csign]), _hstack(gsig, csig),
+        np.column_stack([glsb, cexp - _B32.t]), np.column_stack([gexp, cexp]),
+        counts=np.column_stack([gcount, csig != 0]))
+    p_out = None if cfg.out_frac_bits is None else cfg.out_frac_bits + 1
+    d = _round_bits(_B32, total, unit, mode, zero_sign, p_out, "output" in cfg.flush,
+                    zero_rule=cfg.zero_sign)
+    return _apply_specials(cfg, _B32, d, nan, inf, inf_neg)
 
 

@@ -292,19 +292,43 @@ def round_increment(mode: str, negative, odd, half, below):
     raise FormatError(f"unknown rounding mode {mode!r}; expected one of {ROUNDING_MODES}")
 
 
-def exact_zero_sign(mode: str, any_nonzero, any_negative, all_negative):
-    """The sign of an exact zero sum, IEEE 754 Sec. 6.3, generalised to many addends.
+#: the zero-sign rules of a fused block (configuration field ``zero_sign``)
+ZERO_SIGN_RULES = ("ieee", "positive")
 
-    A sum of non-zero terms that cancels exactly is +0, or -0 under round-down; a sum of
-    zeros is -0 when every addend is -0, or under round-down when any is.  The arguments
-    may be Python bools, numpy bool arrays or z3 Booleans (only ``&``, ``|``, ``^``).
+
+def exact_zero_sign(mode: str, any_nonzero, any_negative, all_negative, rule: str = "ieee"):
+    """The sign of an exact zero sum (True: -0), the one zero-sign rule of every engine.
+
+    rule 'ieee' (IEEE 754 Sec. 6.3, generalised to many addends): a sum of non-zero terms
+    that cancels exactly is +0, or -0 under round-down; a sum of zeros is -0 when every
+    addend is -0, or under round-down when any is.  rule 'positive' (the fused units of
+    NVIDIA Hopper, measured on an H100 (shared/hwdata/H100-ptx); [XWYY25] FDA sums in fixed
+    point): every zero is +0.  The arguments may be Python bools, numpy bool arrays or z3
+    Booleans (only ``&``, ``|``, ``^``).  A non-zero sum that rounds or flushes to zero
+    takes :func:`rounded_zero_sign`.
 
     >>> exact_zero_sign("rne", False, True, True), exact_zero_sign("rd", True, False, False)
     (True, True)
+    >>> exact_zero_sign("rne", False, True, True, "positive")
+    False
     """
+    if rule == "positive":
+        return any_nonzero & False
+    if rule != "ieee":
+        raise FormatError(f"unknown zero-sign rule {rule!r}; expected one of {ZERO_SIGN_RULES}")
     if mode == "rd":
         return any_nonzero | any_negative
     return (any_nonzero ^ True) & all_negative
+
+
+def rounded_zero_sign(rule: str, negative):
+    """The sign of a zero that a non-zero value rounded or flushed to (True: -0): its own
+    sign under rule 'ieee', +0 under 'positive' (see :func:`exact_zero_sign`).
+
+    >>> rounded_zero_sign("ieee", True), rounded_zero_sign("positive", True)
+    (True, False)
+    """
+    return negative & False if rule == "positive" else negative
 
 
 def round_fraction(x: Fraction, p: int, emin: int, mode: str) -> tuple[int, int, int]:

@@ -59,8 +59,9 @@ def gemm(cfg: AccumulatorConfig, A, B, C=None, alpha: float = 1.0, beta: float =
          scheme: str = "ab_first") -> np.ndarray:
     """D = alpha*A*B + beta*C on the unit described by cfg; returns out_format values.
 
-    A (m x K) and B (K x n) must hold values exact in cfg.in_format, C (m x n) is rounded to
-    binary32 (RNE).  K is padded with zero products to a multiple of cfg.k.
+    A (m x K) and B (K x n) must hold values exact in cfg.in_format and b's format, C (m x n)
+    is rounded to binary32 (RNE).  K is padded with zero products to a multiple of cfg.k.
+    With block scaling every scale factor is 1.
     """
     if scheme not in SCHEMES:
         raise InputError(f"unknown GEMM scheme {scheme!r}; expected one of {SCHEMES}")
@@ -80,7 +81,7 @@ def gemm(cfg: AccumulatorConfig, A, B, C=None, alpha: float = 1.0, beta: float =
     a_bits = to_bits(np.pad(A, ((0, 0), (0, pad))), fin,
                      "alpha*A (--scheme c_first scales A before the unit)"
                      if scheme == "c_first" else "A")
-    b_bits = to_bits(np.pad(B, ((0, pad), (0, 0))), fin, "B")
+    b_bits = to_bits(np.pad(B, ((0, pad), (0, 0))), get_format(cfg.b_fmt), "B")
     # one unit row per output element
     rows_a = np.repeat(a_bits, n, axis=0)                   # (m*n, K)
     rows_b = np.tile(b_bits.T, (m, 1))                      # (m*n, K)
@@ -93,7 +94,12 @@ def gemm(cfg: AccumulatorConfig, A, B, C=None, alpha: float = 1.0, beta: float =
     for s in range(0, K + pad, k):
         if acc_fmt is not fc:
             acc = to_bits(to_values(acc, acc_fmt), fc, "accumulator", exact=False)
-        acc = evaluate(cfg, rows_a[:, s:s + k], rows_b[:, s:s + k], acc)
+        ra, rb = rows_a[:, s:s + k], rows_b[:, s:s + k]
+        if cfg.scales:  # unit scale factors, packed after the k values
+            one = np.full((ra.shape[0], cfg.scales), get_format(cfg.scale_format).exact_bits(1),
+                          dtype=np.uint64)
+            ra, rb = np.concatenate([ra, one], 1), np.concatenate([rb, one], 1)
+        acc = evaluate(cfg, ra, rb, acc)
         acc_fmt = fout
     D = to_values(acc, acc_fmt).reshape(m, n)
     if scheme == "c_first":

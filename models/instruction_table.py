@@ -9,7 +9,7 @@ that models it (or null).
 
 :func:`load_rows` reads and checks the file; every error names ``file:line: field``.
 :func:`implied_config` turns a row into the configuration fields its source states, or says
-which vocabulary is missing (``b_format``, ``block_scale``, ``other``);
+what is missing (``other``: a device, or a vocabulary gap);
 :func:`config_mismatches` compares a preset's configuration with a row.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import AccumulatorConfig, ConfigError
+from .config import FUSED_ALGORITHMS, AccumulatorConfig, ConfigError
 from .errors import InputError
 from .formats import FormatError, get_format
 from .presets import ARCHITECTURES
@@ -54,7 +54,8 @@ REQUIRED_PARAMS: dict[str, set[str]] = {
 ROW_FIELDS = ("source", "architecture", "device", "instruction", "a_format", "b_format",
               "c_format", "d_format", "k", "algorithm", "params", "preset", "note")
 REQUIRED_FIELDS = ROW_FIELDS[:11] + ("preset",)
-#: what a row without a preset needs before a preset can express it
+#: what a row without a preset needs before a preset can express it (b_format and
+#: block_scale are in the vocabulary now; kept so older tables still load)
 NEEDS = ("b_format", "block_scale", "other")
 
 
@@ -184,39 +185,44 @@ def _check_row(raw: Any, name: str, line: int, lines: dict[str, int]) -> Instruc
                           raw["preset"], raw.get("note"))
 
 
+class OneOf(frozenset):
+    """An implied field whose source admits several configuration values."""
+
+
 def implied_config(row: InstructionRow) -> dict[str, Any]:
     """The configuration fields the row's source states (AccumulatorConfig names).
 
-    Raises NotExpressible naming the missing vocabulary: block scaling (GDFS, scale
-    factors), a b format different from a, or something else.
+    A value may be a :class:`OneOf` where the source admits several (NaN payloads that are
+    "not canonical": the format's default NaN or a propagated one).  Raises NotExpressible
+    naming what is missing (a device, or something else).
     """
     p = row.params
-    if row.algorithm == "GDFS" or "block" in p:
-        raise NotExpressible("block_scale", "scale factors per block of products "
-                             "([XWYY25] Sec. IV-C 'Scale factor', Sec. IV-E GDFS)")
-    if row.a_format != row.b_format:
-        raise NotExpressible("b_format", f"a is {row.a_format}, b is {row.b_format}")
-    if row.algorithm == "GPS" and not p["flush"]:
-        raise NotExpressible("other", "GPS without subnormal flushing (algorithm 'gps' "
-                             "always flushes)")
     if row.device is None:
         raise NotExpressible("other", f"no mmaprobe device for {row.architecture}")
-    cfg: dict[str, Any] = {"in_format": row.a_format, "c_format": row.c_format,
-                           "out_format": row.d_format, "k": row.k}
+    cfg: dict[str, Any] = {"in_format": row.a_format, "b_format": row.b_format,
+                           "c_format": row.c_format, "out_format": row.d_format, "k": row.k}
     alg = row.algorithm
+    xwyy = row.source.startswith("[XWYY25]")
     if alg in ("FDA", "CoFDA"):
         cfg.update(algorithm="fused", nfma=p["nfma"], neab=p["F"] - 23, c_placement="early",
                    interleave="none", nan="canonical",
                    # FDA Step 5: RZ to binary32 (at out_frac_bits), RNE to binary16
                    final_rounding="rz" if row.d_format == "binary32" else "rne",
                    out_frac_bits=p.get("out_frac_bits"))
+        # Sec. IV-C "Scale factor": scale factors per block of products, or none
+        cfg.update(scale_format=p.get("scale_format"), scale_block=p.get("block"))
+    elif alg == "GDFS":
+        cfg.update(algorithm="gdfs", nfma=p["group"], neab=p["F"] - 23, final_rounding="rz",
+                   nan="canonical", scale_format=p["scale_format"], scale_block=p["block"])
     elif alg == "SFMA":
         cfg.update(algorithm="sfma", nfma=1, final_rounding=(p.get("rounding") or ["rne"])[0])
-        if row.source.startswith("[XWYY25]"):
-            cfg["nan"] = "ieee"  # [XWYY25] Sec. V: DMMA/MFMA NaNs are not canonical
+        if xwyy:
+            # [XWYY25] Sec. V: DMMA/MFMA NaNs are not canonical (the default NaN, or the
+            # operand's payload propagated as measured on an H100)
+            cfg["nan"] = OneOf({"ieee", "propagate"})
     elif alg == "GPS":
         cfg.update(algorithm="gps", nfma=p["G"], final_rounding="rne", nan="ieee",
-                   flush=("inputs", "products", "sums", "output"))
+                   flush=("inputs", "products", "sums", "output") if p["flush"] else ())
     elif alg in ("FDRDA", "CoFDRDA", "GFDRDA", "CoGFDRDA"):
         cfg.update(algorithm="fdrda", nfma=p["nfma"], neab=p["F"] - 23, final_rounding="rne",
                    nan="ieee", product_overflow=True,
@@ -236,10 +242,15 @@ def implied_config(row: InstructionRow) -> dict[str, Any]:
             cfg["final_rounding"] = p["final_rounding"]
     else:  # pragma: no cover - the loader admits only the algorithms above
         raise NotExpressible("other", f"algorithm {alg}")
+    if xwyy and cfg["algorithm"] in FUSED_ALGORITHMS:
+        # [XWYY25] Sec. III-F tests whether -0 + sum (+0)(-0) gives -0; its fused
+        # algorithms sum in fixed point and return +0 for every zero
+        cfg["zero_sign"] = "positive"
     if cfg["k"] % cfg["nfma"] != 0:
         raise NotExpressible("other", f"nfma {cfg['nfma']} does not divide K={row.k}")
     try:  # the stated fields must form a valid configuration by themselves
-        AccumulatorConfig.from_dict({k: v for k, v in cfg.items() if v is not None
+        AccumulatorConfig.from_dict({k: (sorted(v)[0] if isinstance(v, OneOf) else v)
+                                     for k, v in cfg.items() if v is not None
                                      or k == "out_frac_bits"}, row.where)
     except ConfigError as e:
         raise NotExpressible("other", str(e)) from None
@@ -251,11 +262,12 @@ def config_mismatches(row: InstructionRow, cfg: AccumulatorConfig) -> list[str]:
     want = implied_config(row)
     out = []
     for key, value in want.items():
-        have = getattr(cfg, key)
+        have = cfg.b_fmt if key == "b_format" else getattr(cfg, key)
         if key == "flush":
             have = tuple(have)
-        if have != value:
-            out.append(f"{key}: preset {have!r}, table {value!r}")
+        if have not in value if isinstance(value, OneOf) else have != value:
+            shown = sorted(value) if isinstance(value, OneOf) else value
+            out.append(f"{key}: preset {have!r}, table {shown!r}")
     return out
 
 

@@ -18,7 +18,8 @@ ARCHITECTURES = {
     "A2": "NVIDIA Ampere", "A30": "NVIDIA Ampere", "L40S": "NVIDIA Ada Lovelace",
     "Ada": "NVIDIA Ada Lovelace (RTX 1000 Ada)", "RTX4090": "NVIDIA Ada Lovelace",
     "H100": "NVIDIA Hopper", "H200": "NVIDIA Hopper", "B200": "NVIDIA Blackwell",
-    "RTXPRO6000": "NVIDIA RTX Blackwell (RTX PRO 6000)", "MI250X": "AMD CDNA2",
+    "RTXPRO6000": "NVIDIA RTX Blackwell (RTX PRO 6000)", "MI100": "AMD CDNA1",
+    "MI250X": "AMD CDNA2",
     "MI300X": "AMD CDNA3",
 }
 
@@ -76,10 +77,16 @@ def get_preset(name: str) -> Preset:
     return presets[key]
 
 
-def presets_with(fin: str, fc: str, fout: str, k: int) -> list[Preset]:
-    """Presets whose configuration has these canonical formats and K."""
+def presets_with(fin: str, fc: str, fout: str, k: int,
+                 operands: tuple[str | None, str | None, int | None] | None = None
+                 ) -> list[Preset]:
+    """Presets whose configuration has these canonical formats and K, and these operands
+    (b's format, scale_format, scale_block; default: b in fin, no block scaling)."""
+    b, sf, sb = operands or (None, None, None)
+    want = (b or fin, sf, sb)
     return [p for p in list_presets() if p.config.in_format == fin and p.config.c_format == fc
-            and p.config.out_format == fout and p.config.k == k]
+            and p.config.out_format == fout and p.config.k == k
+            and p.config.operands == want]
 
 
 def presets_for(device: str, in_format: str | None = None, out_format: str | None = None,

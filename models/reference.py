@@ -19,6 +19,7 @@ from .formats import (
     round_fraction,
     round_increment,
     round_to_bits,
+    rounded_zero_sign,
 )
 
 #: CDNA3 FDRDA: the dot product is rounded down at 31 fraction bits when c is added
@@ -73,16 +74,18 @@ def nan_bits(cfg: AccumulatorConfig, fmt: Format) -> int:
 
 def _out(fmt: Format, x: Fraction, mode: str, cfg: AccumulatorConfig, zero_sign: int,
          frac_bits: int | None = None, flush: bool = False, overflow_inf: bool = True) -> int:
-    """Round an exact result to fmt, the matrix units' way: overflow gives infinity."""
+    """Round an exact result of a fused block to fmt, the matrix units' way: overflow gives
+    infinity; a zero takes zero_sign when x is an exact zero, else cfg.zero_sign's rule."""
     p = fmt.p if frac_bits is None else frac_bits + 1
     if x == 0:
         return fmt.zero_bits(zero_sign)
     sign, sig, exp = round_fraction(x, p, fmt.emin, mode)
     if overflow_inf and exp > fmt.emax:
         return fmt.inf_bits(sign)
-    bits = round_to_bits(x, fmt, mode, p=p, zero_sign=sign)
+    zs = int(rounded_zero_sign(cfg.zero_sign, bool(sign)))
+    bits = round_to_bits(x, fmt, mode, p=p, zero_sign=zs)
     if flush and abs(x) < fmt.fmin:
-        return fmt.zero_bits(sign)
+        return fmt.zero_bits(zs)
     return bits
 
 
@@ -97,26 +100,46 @@ def _decode(fmt: Format, bits: int, name: str, flush: bool, trace) -> tuple:
     return cls, sign, sig, exp
 
 
-def _products(cfg, fin: Format, a: list[int], b: list[int], base: int, trace) -> list:
-    """Exact products as Terms, or special markers ('nan'/'inf', sign)."""
+def _products(cfg, fin: Format, a: list[int], b: list[int], base: int, trace,
+              scales: tuple[list[int], list[int]] | None = None) -> list:
+    """Exact products as Terms, or special markers ('nan'/'inf'/'ovf', sign).
+
+    a is in fin (in_format), b in cfg.b_fmt.  With block scaling (scales = the row's scale
+    factors of a and b) product i is also multiplied by the scale factors of its block, and
+    its alignment exponent includes theirs ([XWYY25] Sec. IV-C "Scale factor").  A product
+    that overflows (product_overflow) is the marker ('ovf', sign): FDRDA step 2 comes after
+    the input specials of step 1 (:func:`_specials`).
+    """
     flush_in = "inputs" in cfg.flush
+    fb = get_format(cfg.b_fmt)
+    fs = get_format(cfg.scale_format) if scales is not None else None
     out = []
     for i, (ab, bb) in enumerate(zip(a, b)):
-        ca, sa, ma, ea = _decode(fin, ab, f"a{base + i}", flush_in, trace)
-        cb, sb, mb, eb = _decode(fin, bb, f"b{base + i}", flush_in, trace)
-        s = sa ^ sb
-        if "nan" in (ca, cb) or {ca, cb} == {"inf", "zero"}:
+        factors = [_decode(fin, ab, f"a{base + i}", flush_in, trace),
+                   _decode(fb, bb, f"b{base + i}", flush_in, trace)]
+        fmts = [fin, fb]
+        if scales is not None:
+            j = (base + i) // cfg.scale_block
+            factors += [fs.decode(scales[0][j]), fs.decode(scales[1][j])]
+            fmts += [fs, fs]
+        classes = {f[0] for f in factors}
+        s = 0
+        for f in factors:
+            s ^= f[1]
+        if "nan" in classes or {"inf", "zero"} <= classes:
             out.append(("nan", 0))
             continue
-        if "inf" in (ca, cb):
+        if "inf" in classes:
             out.append(("inf", s))
             continue
-        sig, lsb, exp = ma * mb, ea + eb - 2 * fin.t, ea + eb
+        sig, lsb, exp = 1, 0, 0
+        for (_, _, m, e), f in zip(factors, fmts):
+            sig, lsb, exp = sig * m, lsb + e - f.t, exp + e
         if sig and cfg.product_normalisation == "normalised":
             exp = lsb + sig.bit_length() - 1
         t = Term(s, sig, lsb, exp, f"p{base + i}")
         if sig and cfg.product_overflow and abs(t.value) >= _p2(128):
-            out.append(("inf", s))
+            out.append(("ovf", s))
             continue
         if sig and "products" in cfg.flush and abs(t.value) < BINARY32.fmin:
             if trace is not None:
@@ -136,16 +159,22 @@ def _c_term(cfg, fmt: Format, bits: int, trace, flush: bool) -> Term | tuple:
 
 
 def _specials(items: list) -> None:
-    """FDA step 1 ([XWYY25]): NaN wins; +inf with -inf is NaN; else the infinity."""
-    kinds = [x for x in items if isinstance(x, tuple)]
-    if not kinds:
-        return
-    if any(k == "nan" for k, _ in kinds):
-        raise Special("nan")
-    signs = {s for _, s in kinds}
-    if len(signs) == 2:
-        raise Special("nan")
-    raise Special("inf", signs.pop())
+    """FDA step 1 ([XWYY25]): NaN wins; +inf with -inf is NaN; else the infinity.
+
+    Overflowing products ('ovf', product_overflow) are looked at only when no input is NaN
+    or infinite: FDRDA steps 1-3 ([XWYY25] Sec. IV-F), so an input infinity wins over an
+    overflowing product of the other sign.
+    """
+    for stage in (("nan", "inf"), ("ovf",)):
+        kinds = [x for x in items if isinstance(x, tuple) and x[0] in stage]
+        if not kinds:
+            continue
+        if any(k == "nan" for k, _ in kinds):
+            raise Special("nan")
+        signs = {s for _, s in kinds}
+        if len(signs) == 2:
+            raise Special("nan")
+        raise Special("inf", signs.pop())
 
 
 def _describe(t: Term) -> str:
@@ -172,16 +201,18 @@ def _align(t: Term, q: int, mode: str) -> int:
 
 
 def fused_sum(cfg: AccumulatorConfig, terms: list[Term], trace,
-              frac_bits: int | None = None) -> tuple[Fraction, int, bool]:
+              frac_bits: int | None = None, emax: int | None = None) -> tuple[Fraction, int]:
     """Align terms to their largest exponent keeping F fraction bits and add them exactly.
 
-    Returns (value, emax): the exact fixed-point result and the alignment exponent.
+    Returns (value, emax): the exact fixed-point result and the alignment exponent (zero
+    terms do not set it, unless the caller gives emax).
     """
     F = cfg.frac_bits if frac_bits is None else frac_bits
     live = [t for t in terms if t.sig]
     if not live:
-        return Fraction(0), 0
-    emax = max(t.exp for t in live)
+        return Fraction(0), 0 if emax is None else emax
+    if emax is None:
+        emax = max(t.exp for t in live)
     q = emax - F
     if trace is not None:
         trace.append(f"  alignment exponent {emax}; keep F={F} fraction bits: quantum 2^{q}")
@@ -219,18 +250,19 @@ def fused_sum(cfg: AccumulatorConfig, terms: list[Term], trace,
     return value, emax
 
 
-def terms_zero_sign(mode: str, terms: list[Term]) -> int:
-    """The sign of an exact zero sum of these terms (IEEE 754 Sec. 6.3)."""
+def terms_zero_sign(mode: str, terms: list[Term], rule: str = "ieee") -> int:
+    """The sign of an exact zero sum of these terms (formats.exact_zero_sign)."""
     signs = [bool(t.sign) for t in terms]
     return int(exact_zero_sign(mode, any(t.sig for t in terms), any(signs),
-                               bool(signs) and all(signs)))
+                               bool(signs) and all(signs), rule))
 
 
 # -- blocks ----------------------------------------------------------------------------
 
-def _fused_block(cfg, fin, fout, acc_fmt, a, b, acc_bits, base, trace, first) -> int:
+def _fused_block(cfg, fin, fout, acc_fmt, a, b, acc_bits, base, trace, first,
+                 scales=None) -> int:
     flush_c = "inputs" in cfg.flush if first else "sums" in cfg.flush
-    prods = _products(cfg, fin, a, b, base, trace)
+    prods = _products(cfg, fin, a, b, base, trace, scales)
     cterm = _c_term(cfg, acc_fmt, acc_bits, trace, flush_c)
     try:
         _specials(prods + [cterm])
@@ -241,8 +273,8 @@ def _fused_block(cfg, fin, fout, acc_fmt, a, b, acc_bits, base, trace, first) ->
     mode = cfg.final_rounding
     terms = prods + [cterm]
     v, _ = fused_sum(cfg, terms, trace)
-    d = _out(fout, v, mode, cfg, terms_zero_sign(mode, terms), cfg.out_frac_bits,
-             "output" in cfg.flush)
+    d = _out(fout, v, mode, cfg, terms_zero_sign(mode, terms, cfg.zero_sign),
+             cfg.out_frac_bits, "output" in cfg.flush)
     if trace is not None:
         bits = "" if cfg.out_frac_bits is None else f", {cfg.out_frac_bits} fraction bits"
         trace.append(f"  normalise and round ({mode}{bits}) to {fout.name}: {d:#x}")
@@ -282,7 +314,8 @@ def _fdrda_block(cfg, fin, a, b, acc_bits, base, trace, first) -> int:
             e_dot = None
     live = [x for x in (e_dot, cterm.exp if cterm.sig else None) if x is not None]
     if not live:
-        return fout.zero_bits(terms_zero_sign(cfg.final_rounding, prods + [cterm]))
+        return fout.zero_bits(terms_zero_sign(cfg.final_rounding, prods + [cterm],
+                                              cfg.zero_sign))
     e_max = max(live)
     dot_r = Fraction(_floor_div(dot, _p2(e_max - FDRDA_DOT_BITS))) * _p2(e_max - FDRDA_DOT_BITS)
     cq = _p2(e_max - F)
@@ -296,8 +329,8 @@ def _fdrda_block(cfg, fin, a, b, acc_bits, base, trace, first) -> int:
         trace.append(f"  e_max {e_max}: dot rounded down at 2^{e_max - FDRDA_DOT_BITS} -> "
                      f"{dot_r}; c rounded at 2^{e_max - F} -> {c_r}; sum {total}")
     return _out(fout, total, cfg.final_rounding, cfg,
-                terms_zero_sign(cfg.final_rounding, prods + [cterm]), cfg.out_frac_bits,
-                "output" in cfg.flush)
+                terms_zero_sign(cfg.final_rounding, prods + [cterm], cfg.zero_sign),
+                cfg.out_frac_bits, "output" in cfg.flush)
 
 
 def _floor_div(x: Fraction, q: Fraction) -> int:
@@ -361,11 +394,25 @@ def _ieee_add(fx: Format, x: int, fy: Format, y: int, fout: Format, mode: str,
     return _ieee_sum(fout, [(fx, x), (fy, y)], mode, flush)
 
 
+def propagated_nan(fmt: Format, operands: list[int]) -> int:
+    """nan='propagate': the first NaN operand, quietened (sign and payload kept), or the
+    default NaN with the sign bit set when no operand is NaN (an invalid operation)."""
+    for x in operands:
+        if fmt.decode(x)[0] == "nan":
+            return x | (1 << (fmt.t - 1 + fmt.pad))
+    return fmt.nan_bits(1)
+
+
 def _sfma(cfg, fin, fc, fout, a, b, c, trace) -> int:
+    fb = get_format(cfg.b_fmt)
     acc, acc_fmt = c, fc
     for i, (ab, bb) in enumerate(zip(a, b)):
+        acc_in = acc
         acc = _ieee_sum(fout, [(acc_fmt, acc)], cfg.final_rounding,
-                        "output" in cfg.flush, product=((fin, ab), (fin, bb)))
+                        "output" in cfg.flush, product=((fin, ab), (fb, bb)))
+        if cfg.nan == "propagate" and fout.decode(acc)[0] == "nan":
+            # one format throughout (config): b_k first, then the accumulator, then a_k
+            acc = propagated_nan(fout, [bb, acc_in, ab])
         acc_fmt = fout
         if trace is not None:
             trace.append(f"  fma step {i}: {acc:#x} = {fout.to_float(acc)!r}")
@@ -373,31 +420,34 @@ def _sfma(cfg, fin, fc, fout, a, b, c, trace) -> int:
 
 
 def _gps(cfg, fin, a, b, c, trace) -> int:
-    """CDNA2 group-pairwise-sum with sign-preserving flushes ([XWYY25], Alg. 2 and 3)."""
+    """CDNA2 group-pairwise-sum with sign-preserving flushes ([XWYY25], Alg. 2 and 3);
+    CDNA1's (flush: none) is the same in plain IEEE binary32 RNE."""
     f32, mode = BINARY32, "rne"
+    fb = get_format(cfg.b_fmt)
+    fl = bool(cfg.flush)  # all four stages or none (config)
 
     def flush_in(fmt, bits):
         cls, _, sig, _ = fmt.decode(bits)
-        if cls == "finite" and sig < (1 << fmt.t):
+        if fl and cls == "finite" and sig < (1 << fmt.t):
             return fmt.zero_bits(0)
         return bits
 
     prods = []
     for ab, bb in zip(a, b):
-        ab, bb = flush_in(fin, ab), flush_in(fin, bb)
-        prods.append(_ieee_sum(f32, [], mode, True, product=((fin, ab), (fin, bb))))
+        ab, bb = flush_in(fin, ab), flush_in(fb, bb)
+        prods.append(_ieee_sum(f32, [], mode, fl, product=((fin, ab), (fb, bb))))
 
     def pairwise(ps):
         if len(ps) == 1:
             return ps[0]
         h = len(ps) // 2
-        return _ieee_add(f32, pairwise(ps[:h]), f32, pairwise(ps[h:]), f32, mode, True)
+        return _ieee_add(f32, pairwise(ps[:h]), f32, pairwise(ps[h:]), f32, mode, fl)
 
     d = flush_in(f32, c)
     G = cfg.nfma
     for k in range(0, cfg.k, G):
         g = pairwise(prods[k:k + G])
-        d = _ieee_add(f32, d, f32, g, f32, mode, True)
+        d = _ieee_add(f32, d, f32, g, f32, mode, fl)
         if trace is not None:
             trace.append(f"  group {k // G}: sum {g:#010x}; accumulator {d:#010x}")
     return d
@@ -405,18 +455,87 @@ def _gps(cfg, fin, a, b, c, trace) -> int:
 
 # -- entry point ------------------------------------------------------------------------
 
+def _gdfs(cfg, fin, a, b, c, scales, trace) -> int:
+    """NVIDIA Blackwell group-dot-fused-sum ([XWYY25] Sec. IV-E, steps 1-7).
+
+    Each group of nfma products is summed exactly (step 3), multiplied by its block's scale
+    factors (step 4: value sigma * S_a * S_b, alignment exponent e_Sa + e_Sb whether or not
+    sigma is zero; a zero scale factor makes the group vanish), aligned with c at the
+    largest exponent keeping F fraction bits (step 5), summed (6) and rounded (7).
+    """
+    fout, fs = BINARY32, get_format(cfg.scale_format)
+    plain = cfg.replace(algorithm="fused", scale_format=None, scale_block=None)
+    prods = _products(plain, fin, a, b, 0, trace)
+    cterm = _c_term(cfg, BINARY32, c, trace, "inputs" in cfg.flush)
+    try:
+        if any(fs.decode(x)[0] == "nan" for x in scales[0] + scales[1]):
+            raise Special("nan")
+        _specials(prods + [cterm])
+    except Special as sp:
+        if trace is not None:
+            trace.append(f"  special values decide the result: {sp.kind}")
+        return nan_bits(cfg, fout) if sp.kind == "nan" else fout.inf_bits(sp.sign)
+    mode, G = cfg.final_rounding, cfg.nfma
+    groups: list[Term] = []
+    exps = []
+    for g in range(cfg.k // G):
+        grp = prods[g * G:(g + 1) * G]
+        sigma = sum((t.value for t in grp), Fraction(0))
+        j = g * G // cfg.scale_block
+        (_, _, ms, es), (_, _, mt, et) = fs.decode(scales[0][j]), fs.decode(scales[1][j])
+        v = sigma * ms * mt * _p2(es + et - 2 * fs.t)
+        zs = (int(v < 0) if v else terms_zero_sign(mode, grp, cfg.zero_sign))
+        lsb = -(v.denominator.bit_length() - 1)
+        groups.append(Term(zs, abs(v.numerator), lsb, es + et, f"group {g}"))
+        if ms and mt:
+            exps.append(es + et)  # the scale factors' exponent counts even when sigma = 0
+        if trace is not None:
+            trace.append(f"  group {g}: sum {sigma} x scales 2^{es + et} "
+                         f"(x {ms * mt}/{1 << 2 * fs.t}) = {v}")
+    if cterm.sig:
+        exps.append(cterm.exp)
+    terms = groups + [cterm]
+    v, _ = fused_sum(cfg, terms, trace, emax=max(exps) if exps else None)
+    d = _out(fout, v, mode, cfg, terms_zero_sign(mode, terms, cfg.zero_sign),
+             cfg.out_frac_bits, "output" in cfg.flush)
+    if trace is not None:
+        trace.append(f"  normalise and round ({mode}) to {fout.name}: {d:#x}")
+    return d
+
+
 def reference_dot(cfg: AccumulatorConfig, a: list[int], b: list[int], c: int,
-                  trace: list[str] | None = None) -> int:
-    """d = c + sum a_i b_i for one row of bit patterns, exactly as cfg specifies."""
+                  trace: list[str] | None = None, scale_a: list[int] | None = None,
+                  scale_b: list[int] | None = None) -> int:
+    """d = c + sum a_i b_i for one row of bit patterns, exactly as cfg specifies.
+
+    With block scaling (cfg.scale_format) scale_a and scale_b hold the row's k/scale_block
+    scale factors of a and b, or a and b are packed rows (cfg.row_width: the k values, then
+    the scale factors).
+    """
     fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
                      get_format(cfg.out_format))
     a, b = [int(x) for x in a], [int(x) for x in b]
+    if cfg.scales and scale_a is None and scale_b is None and len(a) == len(b) == cfg.row_width:
+        a, b, scale_a, scale_b = a[:cfg.k], b[:cfg.k], a[cfg.k:], b[cfg.k:]  # packed rows
     if len(a) != cfg.k or len(b) != cfg.k:
         raise ValueError(f"expected k={cfg.k} values in a and b, got {len(a)} and {len(b)}")
+    scales = None
+    if cfg.scale_format is not None:
+        if scale_a is None or scale_b is None or len(scale_a) != cfg.scales or len(
+                scale_b) != cfg.scales:
+            raise ValueError(f"expected {cfg.scales} scale factors each for a and b "
+                             f"(k={cfg.k}, scale_block={cfg.scale_block})")
+        scales = ([int(x) for x in scale_a], [int(x) for x in scale_b])
+    elif scale_a is not None or scale_b is not None:
+        raise ValueError("scale factors given for a configuration without block scaling")
     if cfg.algorithm in ("sfma", "gps"):
         d = (_sfma(cfg, fin, fc, fout, a, b, int(c), trace) if cfg.algorithm == "sfma"
              else _gps(cfg, fin, a, b, int(c), trace))
+        if cfg.nan == "propagate":
+            return d
         return nan_bits(cfg, fout) if fout.decode(d)[0] == "nan" else d
+    if cfg.algorithm == "gdfs":
+        return _gdfs(cfg, fin, a, b, int(c), scales, trace)
     order = cfg.block_order
     a, b = [a[i] for i in order], [b[i] for i in order]
     n = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
@@ -431,7 +550,7 @@ def reference_dot(cfg: AccumulatorConfig, a: list[int], b: list[int], c: int,
                                blk == 0)
         else:
             acc = _fused_block(cfg, fin, fout, acc_fmt, a[lo:lo + n], b[lo:lo + n], acc, lo,
-                               trace, blk == 0)
+                               trace, blk == 0, scales)
         acc_fmt = fout
     if late:
         cb = int(c)

@@ -14,7 +14,7 @@ import numpy as np
 
 from .config import AccumulatorConfig
 from .formats import Format, get_format
-from .sampling import random_rows, round_to_format
+from .sampling import pack_scales, random_rows, round_to_format
 
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -33,9 +33,10 @@ def _sig(rng: np.random.Generator, shape: tuple[int, ...], p: int) -> np.ndarray
 
 def targeted_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator) -> Rows:
     """n rows (a, b, c) of bit patterns aimed at the alignment and rounding features."""
-    fin, fc = get_format(cfg.in_format), get_format(cfg.c_format)
+    fin, fb, fc = get_format(cfg.in_format), get_format(cfg.b_fmt), get_format(cfg.c_format)
     k = cfg.k
-    lo_p, hi_p = 2 * fin.emin, 2 * fin.emax  # reachable product exponents (normal factors)
+    # reachable product exponents (normal factors)
+    lo_p, hi_p = fin.emin + fb.emin, fin.emax + fb.emax
     span = hi_p - lo_p
     # the large exponent, chosen so that small terms up to ~40 binades below stay reachable
     top = rng.integers(lo_p + min(span, 40) // 2, hi_p + 1, size=n)
@@ -46,7 +47,7 @@ def targeted_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator) -> R
                   np.where(state == 2, top[:, None] - shift, lo_p - rng.integers(0, 4, (n, k))))
     pe = np.clip(pe, lo_p - fin.t, hi_p)
     ea = np.clip(pe // 2 + rng.integers(-2, 3, size=(n, k)), fin.emin, fin.emax)
-    eb = np.clip(pe - ea, fin.emin - fin.t, fin.emax)
+    eb = np.clip(pe - ea, fb.emin - fb.t, fb.emax)
     sa = np.where(rng.random((n, k)) < 0.5, -1.0, 1.0)
     sb = np.where(rng.random((n, k)) < 0.15, -1.0, 1.0)
     av = sa * _sig(rng, (n, k), fin.p) * np.ldexp(1.0, ea.astype(np.int32))
@@ -57,9 +58,9 @@ def targeted_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator) -> R
     if big.any():
         m = float(fin.fmax) / 2
         av[big] = m * _sig(rng, (int(big.sum()), k), 2) / 2
-        bv[big] = np.where(rng.random((int(big.sum()), k)) < 0.5, 1.0, m / 2)
+        bv[big] = np.where(rng.random((int(big.sum()), k)) < 0.5, 1.0, float(fb.fmax) / 4)
     a = round_to_format(av, fin)
-    b = round_to_format(bv, fin)
+    b = round_to_format(bv, fb)
     # c: zero, a large power of two near the top (or above the products), or the negated top
     ckind = rng.integers(0, 4, size=n)
     ce = np.clip(top + rng.integers(-1, 3, size=n), fc.emin, fc.emax)
@@ -68,6 +69,8 @@ def targeted_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator) -> R
     cv = np.where(ckind == 0, 0.0, np.where(ckind == 3, -np.ldexp(1.0, ce.astype(np.int32)),
                                             cv))
     c = round_to_format(cv, fc)
+    if cfg.scales:
+        a, b = pack_scales(cfg, a, b, rng)
     return a, b, c
 
 
@@ -83,19 +86,21 @@ def issm_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator) -> tuple
 def edge_case_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator) -> Rows:
     """n rows aimed at the features plain random rows rarely reach.
 
-    A third each: *carries* (every product the largest significand squared, at one
+    A quarter each: *carries* (every product the largest significand squared, at one
     exponent, mostly of one sign, so that the fixed-point sum needs log2(K) + 2 integer
     bits); *subnormal factors* (one input subnormal times a factor that brings the product
     into the normal range, or two small normals whose product is subnormal in binary32,
     beside an exact term); *overflowing products* (two large factors, with a finite or
-    opposite term, for units that turn products >= 2^128 into infinities).
+    opposite term, for units that turn products >= 2^128 into infinities); *signed zeros*
+    (every product -0 and c = -0, or one tiny negative product below the output's range:
+    the zero-sign rule of fused blocks, [XWYY25] Sec. III-F).
     """
     fin, fc = get_format(cfg.in_format), get_format(cfg.c_format)
     fout = get_format(cfg.out_format)
     k = cfg.k
     top = 2.0 - 2.0 ** -fin.t
     av, bv, cv = np.zeros((n, k)), np.zeros((n, k)), np.zeros(n)
-    kind = rng.integers(0, 3, size=n)
+    kind = rng.integers(0, 4, size=n)
     for r in range(n):
         if kind[r] == 0:  # carries
             e = int(rng.integers(-3, 4))
@@ -103,7 +108,8 @@ def edge_case_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator) -> 
             sign = np.where(rng.random(k) < 0.9, 1.0, -1.0) * (1 if rng.random() < 0.5 else -1)
             av[r] = sign * top * 2.0 ** e
             bv[r] = top * 2.0 ** e
-            cv[r] = float(rng.choice([0.0, 1.0, -1.0])) * 2.0 ** (2 * e + 1)
+            # c at the products' exponent (a larger c would move the alignment up)
+            cv[r] = float(rng.choice([0.0, 1.5, -1.5, top])) * 2.0 ** (2 * e)
         elif kind[r] == 1:  # subnormal factors and subnormal products
             i = int(rng.integers(0, k))
             if fin.t and rng.random() < 0.6:
@@ -118,6 +124,16 @@ def edge_case_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator) -> 
             if k > 1 and rng.random() < 0.5:
                 av[r, j], bv[r, j] = 1.0, 2.0 ** int(rng.integers(-4, 1))
             cv[r] = float(rng.choice([0.0, 2.0 ** max(fc.emin, -20)]))
+        elif kind[r] == 3:  # signed zeros
+            if rng.random() < 0.6:
+                av[r] = -0.0
+                bv[r] = np.abs(rng.standard_normal(k)) + 0.5
+                cv[r] = -0.0
+            else:
+                i = int(rng.integers(0, k))
+                av[r, i] = -(2.0 ** max(fin.emin - fin.t, -500))
+                bv[r, i] = 2.0 ** max(fin.emin - fin.t, -500)
+                cv[r] = float(rng.choice([0.0, -0.0]))
         else:  # overflowing products
             e = min(fin.emax, 100)
             i = int(rng.integers(0, k))
@@ -127,7 +143,7 @@ def edge_case_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator) -> 
                 j = (i + 1) % k
                 av[r, j], bv[r, j] = -av[r, i], bv[r, i]
             cv[r] = float(rng.choice([0.0, 1.0]))
-    return round_to_format(av, fin), round_to_format(bv, fin), round_to_format(cv, fc)
+    return _finish(cfg, av, bv, cv, rng)
 
 
 def pool_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator) -> tuple[Rows, list[str]]:
@@ -231,4 +247,15 @@ def structured_rows(space: list[AccumulatorConfig], n: int, rng: np.random.Gener
             s2 = 1.0 if rng.random() < 0.5 else -1.0
             av[r, extra] = s2 * m2 * 2.0 ** (s - h2)
             bv[r, extra] = 2.0 ** (s - j2 + h2)
-    return round_to_format(av, fin), round_to_format(bv, fin), round_to_format(cv, fc)
+    return _finish(cfg0, av, bv, cv, rng)
+
+
+def _finish(cfg: AccumulatorConfig, av, bv, cv, rng: np.random.Generator) -> Rows:
+    """Values rounded to the formats of a, b (b's own format) and c, with scale factors
+    packed after the k values under block scaling."""
+    a = round_to_format(av, get_format(cfg.in_format))
+    b = round_to_format(bv, get_format(cfg.b_fmt))
+    c = round_to_format(cv, get_format(cfg.c_format))
+    if cfg.scales:
+        a, b = pack_scales(cfg, a, b, rng)
+    return a, b, c

@@ -1,8 +1,9 @@
 """Random input rows for a configuration: normal values, raw bit patterns, edge values.
 
 :func:`random_rows` returns ``(a, b, c)`` as uint64 bit-pattern arrays of shapes (n, k),
-(n, k) and (n,), in the configuration's in_format and c_format.  It is used by the
-model-vs-reference tests, the benchmarks and test-suite generation.
+(n, k) and (n,), a in the configuration's in_format, b in its b format, c in c_format; with
+block scaling the scale factors are packed after the k values (``cfg.row_width`` columns).
+It is used by the model-vs-reference tests, the benchmarks and test-suite generation.
 """
 
 from __future__ import annotations
@@ -47,16 +48,16 @@ def random_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator,
     c : numpy.ndarray
         uint64 array of shape (n,).
     """
-    fin, fc = get_format(cfg.in_format), get_format(cfg.c_format)
+    fin, fb, fc = get_format(cfg.in_format), get_format(cfg.b_fmt), get_format(cfg.c_format)
     k = cfg.k
     if kind == "normal":
         a = round_to_format(rng.standard_normal((n, k)), fin)
-        b = round_to_format(rng.standard_normal((n, k)), fin)
+        b = round_to_format(rng.standard_normal((n, k)), fb)
         c = round_to_format(rng.standard_normal(n), fc)
     elif kind == "bits":
-        a, b, c = _bits(fin, (n, k), rng), _bits(fin, (n, k), rng), _bits(fc, (n,), rng)
+        a, b, c = _bits(fin, (n, k), rng), _bits(fb, (n, k), rng), _bits(fc, (n,), rng)
     elif kind == "edge":
-        a, b, c = _edge(fin, (n, k), rng), _edge(fin, (n, k), rng), _edge(fc, (n,), rng)
+        a, b, c = _edge(fin, (n, k), rng), _edge(fb, (n, k), rng), _edge(fc, (n,), rng)
         if k >= 2 and n:
             # make product j+1 the negation of product j in some rows
             rows = np.flatnonzero(rng.random(n) < EDGE_CANCEL_RATE)
@@ -65,7 +66,41 @@ def random_rows(cfg: AccumulatorConfig, n: int, rng: np.random.Generator,
             b[rows, j + 1] = b[rows, j]
     else:
         raise InputError(f"unknown sample kind {kind!r}; expected one of {KINDS}")
+    if cfg.scales:
+        a, b = pack_scales(cfg, a, b, rng, kind)
     return a, b, c
+
+
+def random_scales(cfg: AccumulatorConfig, n: int, rng: np.random.Generator,
+                  kind: str = "normal") -> tuple[np.ndarray, np.ndarray]:
+    """Scale factors of a and b, each of shape (n, cfg.scales): near 1 (exponents within
+    +-4) for 'normal', any pattern for 'bits', and for 'edge' a mix of near 1, any pattern
+    (extreme exponents, UE4M3 zeros) and NaN."""
+    fs = get_format(cfg.scale_format)
+    shape = (n, cfg.scales)
+    one = fs.exact_bits(1)
+
+    def draw() -> np.ndarray:
+        near = one + (rng.integers(-4, 5, size=shape) << fs.t)
+        if fs.t:  # UE4M3 significands other than 1 in half the entries
+            near = near + rng.integers(0, 1 << fs.t, size=shape) * (rng.random(shape) < 0.5)
+        anything = rng.integers(0, 1 << fs.width, size=shape)
+        if kind == "bits":
+            return anything
+        if kind == "edge":
+            pick = rng.random(shape)
+            out = np.where(pick < 0.6, near, anything)
+            return np.where(pick > 0.97, fs.nan_bits(), out)
+        return near
+
+    return draw().astype(np.uint64), draw().astype(np.uint64)
+
+
+def pack_scales(cfg: AccumulatorConfig, a: np.ndarray, b: np.ndarray,
+                rng: np.random.Generator, kind: str = "normal"):
+    """a and b with random scale factors packed after their k values (cfg.row_width)."""
+    sa, sb = random_scales(cfg, a.shape[0], rng, kind)
+    return np.concatenate([a, sa], 1), np.concatenate([b, sb], 1)
 
 
 def round_to_format(x, fmt: Format | str) -> np.ndarray:

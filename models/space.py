@@ -60,6 +60,8 @@ SPACES_DIR = Path(__file__).resolve().parent / "spaces"
 NEIGHBOURHOOD = SPACES_DIR / "neighbourhood.yaml"
 
 Shape = tuple[str, str, str, int]
+#: (b's format, scale_format, scale_block) of the rows beyond the shape
+Operands = tuple[str | None, str | None, int | None]
 
 
 @dataclass
@@ -261,8 +263,11 @@ def _same(a: Any, b: Any) -> bool:
     return a == b or str(a) == str(b)
 
 
-def parse_space(doc: Doc, shape: Shape | None = None) -> CandidateSpace:
-    """The configurations of one space document (a template needs ``shape``)."""
+def parse_space(doc: Doc, shape: Shape | None = None,
+                operands: Operands | None = None) -> CandidateSpace:
+    """The configurations of one space document (a template needs ``shape``); operands
+    (b's format, scale_format, scale_block) are set on every combination before it is
+    checked, so families that need them (gdfs needs scale factors) are kept."""
     d = doc.data
     if not isinstance(d, dict):
         raise doc.error((), "expected a mapping (a candidate space)")
@@ -317,6 +322,8 @@ def parse_space(doc: Doc, shape: Shape | None = None) -> CandidateSpace:
                 values: dict[str, Any] = dict(fam["fixed"])
                 values.update(zip(names, combo))
                 values.update({"in_format": fin, "c_format": fc, "out_format": fout, "k": k})
+                if operands is not None:
+                    values.update(zip(("b_format", "scale_format", "scale_block"), operands))
                 # an exclusion matches a field's value whether the space sets it or
                 # leaves it at its default
                 full = {**_DEFAULTS, **values}
@@ -343,9 +350,10 @@ def parse_spaces(docs: list[Doc], shape: Shape | None = None) -> list[CandidateS
 
 
 def load_spaces(paths: list[Path | str], shape: Shape | None = None,
-                templates: bool = True) -> list[CandidateSpace]:
+                templates: bool = True, operands: Operands | None = None
+                ) -> list[CandidateSpace]:
     """The spaces of the given files; templates are instantiated for ``shape`` (or, with
-    ``templates=False``, skipped)."""
+    ``templates=False``, skipped); operands as in :func:`parse_space`."""
     out = []
     seen: dict[str, str] = {}
     for p in paths:
@@ -356,7 +364,7 @@ def load_spaces(paths: list[Path | str], shape: Shape | None = None,
         for doc in docs:
             if not templates and isinstance(doc.data, dict) and doc.data.get("template"):
                 continue
-            sp = parse_space(doc, shape)
+            sp = parse_space(doc, shape, operands)
             if sp.id in seen:
                 raise doc.error(("id",), f"a unique space id; {sp.id!r} is also the id of "
                                          f"the space at {seen[sp.id]}")
@@ -376,13 +384,15 @@ def default_spaces() -> list[CandidateSpace]:
     return load_spaces(space_files(), templates=False)
 
 
-def neighbourhood(fin: str, fc: str, fout: str, k: int) -> CandidateSpace:
+def neighbourhood(fin: str, fc: str, fout: str, k: int,
+                  operands: Operands | None = None) -> CandidateSpace:
     """The default candidate space around formats (fin, fc, fout) and K: the template
-    ``neighbourhood`` instantiated for them, plus every preset of that shape."""
+    ``neighbourhood`` instantiated for them, plus every preset of that shape (with
+    operands: b's format and block scaling set on every configuration)."""
     shape = canonical_shape(fin, fc, fout, k)
-    space, = load_spaces([NEIGHBOURHOOD], shape)
+    space, = load_spaces([NEIGHBOURHOOD], shape, operands=operands)
     seen = set(space.configs)
-    for p in presets_with(*shape):
+    for p in presets_with(*shape, operands=operands):
         if p.config not in seen:
             seen.add(p.config)
             space.configs.append(p.config)
@@ -391,13 +401,15 @@ def neighbourhood(fin: str, fc: str, fout: str, k: int) -> CandidateSpace:
     return space
 
 
-def space_for(path: str | Path | None, fin: str, fc: str, fout: str, k: int) -> CandidateSpace:
+def space_for(path: str | Path | None, fin: str, fc: str, fout: str, k: int,
+              operands: Operands | None = None) -> CandidateSpace:
     """The candidates of one shape: the configurations of a space file (templates
-    instantiated) with these formats and K, or the neighbourhood."""
+    instantiated) with these formats and K, or the neighbourhood; operands (b's format,
+    scale_format, scale_block) are set on every configuration."""
     shape = canonical_shape(fin, fc, fout, k)
     if not path:
-        return neighbourhood(*shape)
-    spaces = load_spaces([path], shape)
+        return neighbourhood(*shape, operands=operands)
+    spaces = load_spaces([path], shape, operands=operands)
     configs: list[AccumulatorConfig] = []
     seen: set[AccumulatorConfig] = set()
     for sp in spaces:

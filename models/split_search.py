@@ -60,7 +60,7 @@ class RowPool:
 
     @classmethod
     def empty(cls, configs: Sequence[AccumulatorConfig]) -> RowPool:
-        k = configs[0].k
+        k = configs[0].row_width  # k values, and packed scale factors with block scaling
         return cls(configs, np.zeros((0, k), np.uint64), np.zeros((0, k), np.uint64),
                    np.zeros(0, np.uint64), np.zeros((len(configs), 0), np.uint64), [])
 

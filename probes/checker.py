@@ -146,6 +146,12 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
                 progress(f"space {space.id} ({si + 1}/{len(spaces)}): configuration "
                          f"{ci}/{len(space.configs)}")
             todo: list[tuple[Probe, Instance]] = []
+            if cfg.operands != (cfg.in_format, None, None):
+                # probes speak one input format and rows of K values: configurations with
+                # b in a format of its own or with scale factors are not instantiated yet
+                for p in probes:
+                    results[p.id].not_applicable += 1
+                continue
             for p in probes:
                 fkey = (p.id, cfg.in_format, cfg.c_format, cfg.out_format, cfg.k)
                 if fkey not in fmt_cache:

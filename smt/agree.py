@@ -17,7 +17,7 @@ from mmaprobe.models.accumulator import evaluate
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.formats import Format, get_format
 
-from .encode import encode, inputs
+from .encode import encode, inputs, scale_inputs
 
 
 def random_pattern(fmt: Format, rng: random.Random, spread: int = 4) -> int:
@@ -40,7 +40,7 @@ def random_pattern(fmt: Format, rng: random.Random, spread: int = 4) -> int:
 def random_rows(cfg: AccumulatorConfig, n: int, seed: int = 0
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = random.Random(seed)
-    fin, fc = get_format(cfg.in_format), get_format(cfg.c_format)
+    fin, fb, fc = get_format(cfg.in_format), get_format(cfg.b_fmt), get_format(cfg.c_format)
     a = np.zeros((n, cfg.k), dtype=np.uint64)
     b = np.zeros((n, cfg.k), dtype=np.uint64)
     c = np.zeros(n, dtype=np.uint64)
@@ -48,9 +48,34 @@ def random_rows(cfg: AccumulatorConfig, n: int, seed: int = 0
         spread = rng.choice([1, 3, 8])
         for i in range(cfg.k):
             a[r, i] = random_pattern(fin, rng, spread)
-            b[r, i] = random_pattern(fin, rng, spread)
+            b[r, i] = random_pattern(fb, rng, spread)
         c[r] = random_pattern(fc, rng, 2 * spread)
     return a, b, c
+
+
+def random_scales(cfg: AccumulatorConfig, n: int, seed: int = 0
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Scale factors of a and b for n rows (block scaling), or None without it: mostly
+    near 1 (so scaled products meet c), some far, a few NaN or zero patterns."""
+    if cfg.scale_format is None:
+        return None
+    rng = random.Random(seed + 7919)
+    fs = get_format(cfg.scale_format)
+    one = fs.exact_bits(1)
+    out = []
+    for _ in range(2):
+        x = np.zeros((n, cfg.scales), dtype=np.uint64)
+        for r in range(n):
+            for j in range(cfg.scales):
+                u = rng.random()
+                if u < 0.05:
+                    x[r, j] = rng.randrange(0, 1 << fs.width)
+                elif u < 0.6:
+                    x[r, j] = one + (rng.randrange(-3, 4) << fs.t)
+                else:
+                    x[r, j] = rng.randrange(0, 1 << fs.width)
+        out.append(x)
+    return out[0], out[1]
 
 
 class Evaluator:
@@ -60,15 +85,21 @@ class Evaluator:
         """support: positions with symbolic a_i, b_i; the others are the constant +0."""
         self.cfg = cfg
         self.a, self.b, self.c = inputs(cfg)
+        self.scales = scale_inputs(cfg)
         if support is not None:
-            w = self.a[0].size()
-            self.a = [x if i in support else z3.BitVecVal(0, w) for i, x in enumerate(self.a)]
-            self.b = [x if i in support else z3.BitVecVal(0, w) for i, x in enumerate(self.b)]
-        self.term = encode(cfg, self.a, self.b, self.c)
+            wa, wb = self.a[0].size(), self.b[0].size()
+            self.a = [x if i in support else z3.BitVecVal(0, wa) for i, x in enumerate(self.a)]
+            self.b = [x if i in support else z3.BitVecVal(0, wb) for i, x in enumerate(self.b)]
+        self.term = encode(cfg, self.a, self.b, self.c, scales=self.scales)
 
-    def __call__(self, a: list[int], b: list[int], c: int) -> int:
-        pairs = [(x, z3.BitVecVal(int(v), x.size()))
-                 for x, v in zip(self.a + self.b + [self.c], list(a) + list(b) + [c])
+    def __call__(self, a: list[int], b: list[int], c: int,
+                 scales: tuple[list[int], list[int]] | None = None) -> int:
+        xs, vs = self.a + self.b + [self.c], list(a) + list(b) + [c]
+        if self.scales is not None:
+            assert scales is not None, "this configuration needs scale factors"
+            xs = xs + self.scales[0] + self.scales[1]
+            vs = vs + list(scales[0]) + list(scales[1])
+        pairs = [(x, z3.BitVecVal(int(v), x.size())) for x, v in zip(xs, vs)
                  if not z3.is_bv_value(x)]
         out = z3.simplify(z3.substitute(self.term, *pairs))
         if not z3.is_bv_value(out):
@@ -77,25 +108,30 @@ class Evaluator:
 
 
 def mismatches(cfg: AccumulatorConfig, a: np.ndarray, b: np.ndarray, c: np.ndarray,
-               limit: int = 5, support: tuple[int, ...] | None = None) -> list[str]:
+               limit: int = 5, support: tuple[int, ...] | None = None,
+               scales: tuple[np.ndarray, np.ndarray] | None = None) -> list[str]:
     """Rows where the encoding and the numpy model differ (at most limit, described).
 
     With a support, the encoding is built with the other a_i, b_i constant +0 (the sparse
-    circuits synthesis uses) and those entries of the rows are set to +0.
+    circuits synthesis uses) and those entries of the rows are set to +0.  scales: the
+    rows' scale factors of a and b (block scaling).
     """
     if support is not None:
         off = [i for i in range(cfg.k) if i not in support]
         a, b = a.copy(), b.copy()
         a[:, off] = 0
         b[:, off] = 0
-    want = evaluate(cfg, a, b, c)
+    want = evaluate(cfg, a, b, c, *(scales or ()))
     ev = Evaluator(cfg, support)
     bad: list[str] = []
     for r in range(a.shape[0]):
-        got = ev([int(x) for x in a[r]], [int(x) for x in b[r]], int(c[r]))
+        sc = None if scales is None else ([int(x) for x in scales[0][r]],
+                                          [int(x) for x in scales[1][r]])
+        got = ev([int(x) for x in a[r]], [int(x) for x in b[r]], int(c[r]), sc)
         if got != int(want[r]):
+            extra = "" if sc is None else f" scales={[hex(x) for x in sc[0] + sc[1]]}"
             bad.append(f"a={[hex(int(x)) for x in a[r]]} b={[hex(int(x)) for x in b[r]]} "
-                       f"c={int(c[r]):#x}: model {int(want[r]):#x}, z3 {got:#x}")
+                       f"c={int(c[r]):#x}{extra}: model {int(want[r]):#x}, z3 {got:#x}")
             if len(bad) >= limit:
                 break
     return bad
@@ -104,9 +140,9 @@ def mismatches(cfg: AccumulatorConfig, a: np.ndarray, b: np.ndarray, c: np.ndarr
 def exhaustive_rows(cfg: AccumulatorConfig, c_values: list[int]
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every a, b pattern combination (small formats and k only) with each c value."""
-    fin = get_format(cfg.in_format)
-    pats = fin.all_patterns()
-    combos = list(itertools.product(pats, repeat=2 * cfg.k))
+    pa = get_format(cfg.in_format).all_patterns()
+    pb = get_format(cfg.b_fmt).all_patterns()
+    combos = list(itertools.product(*([pa] * cfg.k + [pb] * cfg.k)))
     n = len(combos) * len(c_values)
     if n > 2_000_000:
         raise ValueError(f"{n} rows is too many for an exhaustive check")
@@ -126,6 +162,8 @@ def prove_agreement(cfg: AccumulatorConfig, c_values: list[int],
     and the solver must show that no input makes the encoding differ from it.  Returns
     'proved', 'refuted: <row>' or 'unknown'.
     """
+    if cfg.b_format is not None or cfg.scale_format is not None:
+        raise ValueError("prove_agreement takes one format for a and b and no scale factors")
     fin, fout = get_format(cfg.in_format), get_format(cfg.out_format)
     a, b, c = exhaustive_rows(cfg, c_values)
     want = evaluate(cfg, a, b, c)

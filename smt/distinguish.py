@@ -14,7 +14,13 @@ Speed levers ([Valpey25] synthesises discriminating inputs the same way, per pai
   products between them;
 - successive rounds over the stages with growing budgets (iterative deepening).
 
-A query that proves nothing within its time budget reports 'unknown'.
+Where the solver cannot answer (a query that proves nothing within its time budget, or a
+configuration the encoding does not cover), ``distinguish`` falls back to a search on the
+numpy model over targeted and random rows (under the same constraints) and says so in its
+detail; it reports 'unknown' only when that search finds nothing either.
+
+Mixed operand formats (b_format) and block scaling are encoded: the scale factors are free
+variables, returned packed after the k values of a and b (``AccumulatorConfig.row_width``).
 """
 
 from __future__ import annotations
@@ -29,10 +35,13 @@ from mmaprobe.models.accumulator import evaluate
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.errors import InputError, MmaprobeError
 from mmaprobe.models.formats import get_format
+from mmaprobe.models.rows import pool_rows
+from mmaprobe.models.sampling import KINDS, random_rows
 from mmaprobe.models.split_search import Solver, SolverAnswer
 
 from .constraints import Constraints, entry
-from .encode import encode, shared_exponent_width
+from .encode import NotEncodable, check_encodable, encode, shared_exponent_width
+from .pool import impose
 
 #: exponent window of the first pass per support (unbiased exponents of a and b entries)
 WINDOW = 6
@@ -42,8 +51,14 @@ class EncodingMismatch(RuntimeError):
     """The solver's vector does not behave on the numpy model as the encoding predicted."""
 
 
+#: rows the model search of the fallback evaluates (targeted, then random, per round)
+FALLBACK_ROWS = 4000
+
+
 @dataclass
 class Vector:
+    """A row: a and b (packed with their scale factors under block scaling) and c."""
+
     a: list[int]
     b: list[int]
     c: int
@@ -69,7 +84,8 @@ def model_outputs(cfgs: list[AccumulatorConfig], vec: Vector) -> list[int]:
 def _same_shape(cfgs: list[AccumulatorConfig]) -> None:
     first = cfgs[0]
     for cfg in cfgs[1:]:
-        for name in ("in_format", "c_format", "out_format", "k"):
+        for name in ("in_format", "b_fmt", "c_format", "out_format", "k", "scale_format",
+                     "scale_block"):
             if getattr(cfg, name) != getattr(first, name):
                 raise InputError(
                     f"configurations must share formats and k to be compared: {name} is "
@@ -109,21 +125,22 @@ class _Query:
     def build(self) -> _Query:
         cfg0 = self.cfgs[0]
         fin, fc = get_format(cfg0.in_format), get_format(cfg0.c_format)
+        fb = get_format(cfg0.b_fmt)
         cons = self.constraints
         ew = shared_exponent_width(self.cfgs)
         win = (-WINDOW, WINDOW) if self.window else None
         for i in range(cfg0.k):
             if i in self.support:
-                x, y = z3.BitVec(f"a{i}", fin.width), z3.BitVec(f"b{i}", fin.width)
-                for var, zero, sign in ((x, cons.zero_a, cons.sign_a),
-                                        (y, cons.zero_b, cons.sign_b)):
+                x, y = z3.BitVec(f"a{i}", fin.width), z3.BitVec(f"b{i}", fb.width)
+                for var, fmt, zero, sign in ((x, fin, cons.zero_a, cons.sign_a),
+                                             (y, fb, cons.zero_b, cons.sign_b)):
                     if i in zero:
                         self.side.append(var == 0)
                     rng = _narrow(cons.exp_range, win)
-                    self.side += entry(fin, var, cons.finite, cons.normal, rng,
+                    self.side += entry(fmt, var, cons.finite, cons.normal, rng,
                                        "?" if sign is None else sign[i])
             else:
-                x, y = z3.BitVecVal(0, fin.width), z3.BitVecVal(0, fin.width)
+                x, y = z3.BitVecVal(0, fin.width), z3.BitVecVal(0, fb.width)
             self.a.append(x)
             self.b.append(y)
         if cons.zero_c:
@@ -133,13 +150,20 @@ class _Query:
             cwin = (-8 * WINDOW, 8 * WINDOW) if self.window else None
             self.side += entry(fc, self.c, cons.finite, cons.normal,
                                _narrow(cons.c_exp_range, cwin), cons.sign_c)
-        self.outs = [encode(cfg, self.a, self.b, self.c, ew) for cfg in self.cfgs]
+        self.scales = None
+        if cfg0.scales:
+            w = get_format(cfg0.scale_format).width
+            self.scales = ([z3.BitVec(f"sa{j}", w) for j in range(cfg0.scales)],
+                           [z3.BitVec(f"sb{j}", w) for j in range(cfg0.scales)])
+        self.outs = [encode(cfg, self.a, self.b, self.c, ew, self.scales) for cfg in self.cfgs]
         return self
 
     def vector(self, model: z3.ModelRef) -> Vector:
         def get(x: z3.BitVecRef) -> int:
             return model.eval(x, model_completion=True).as_long()
-        return Vector([get(x) for x in self.a], [get(y) for y in self.b], get(self.c))
+        sa, sb = self.scales or ([], [])
+        return Vector([get(x) for x in self.a + sa], [get(y) for y in self.b + sb],
+                      get(self.c))
 
     def predicted(self, model: z3.ModelRef) -> list[int]:
         return [model.eval(o, model_completion=True).as_long() for o in self.outs]
@@ -190,6 +214,11 @@ def distinguish(a_cfg: AccumulatorConfig, b_cfg: AccumulatorConfig,
     cons.check(a_cfg.k)
     if a_cfg == b_cfg:
         return Distinction("equivalent", None, None, None, 0.0, "identical configurations")
+    try:
+        check_encodable(a_cfg)
+        check_encodable(b_cfg)
+    except NotEncodable as e:
+        return model_search(a_cfg, b_cfg, cons, t0, f"not encodable ({e})")
     stages = _plan(a_cfg.k, cons)
     done: set[int] = set()
     cache: dict[int, _Query] = {}
@@ -204,8 +233,8 @@ def distinguish(a_cfg: AccumulatorConfig, b_cfg: AccumulatorConfig,
                 continue
             left = timeout - (time.monotonic() - t0)
             if left <= 0:
-                return Distinction("unknown", None, None, None, time.monotonic() - t0,
-                                   f"solver timeout/unknown after {timeout:g} s")
+                return model_search(a_cfg, b_cfg, cons, t0,
+                                    f"solver timeout/unknown after {timeout:g} s")
             if n not in cache:
                 cache[n] = _Query([a_cfg, b_cfg], sup, cons, window).build()
             q = cache[n]
@@ -227,8 +256,33 @@ def distinguish(a_cfg: AccumulatorConfig, b_cfg: AccumulatorConfig,
                     return Distinction("equivalent", None, None, None,
                                        time.monotonic() - t0,
                                        "unsat with every entry free under the constraints")
+    return model_search(a_cfg, b_cfg, cons, t0,
+                        f"solver unknown after {time.monotonic() - t0:.1f} s")
+
+
+def model_search(a_cfg: AccumulatorConfig, b_cfg: AccumulatorConfig, cons: Constraints,
+                 t0: float, why: str, rows: int = FALLBACK_ROWS, seed: int = 0) -> Distinction:
+    """The fallback where the solver cannot answer: targeted and random rows (under the
+    constraints) on the numpy model; 'distinct' with the first row the two configurations
+    disagree on, else 'unknown'.  The detail says that the solver did not answer and why."""
+    rng = np.random.default_rng(seed)
+    batches = [("targeted", *pool_rows(a_cfg, rows, rng)[0])]
+    batches += [(kind, *random_rows(a_cfg, rows // 2, rng, kind)) for kind in KINDS]
+    tried = 0
+    for kind, a, b, c in batches:
+        a, b, c = impose(a_cfg, a, b, c, cons)
+        if not len(c):
+            continue
+        tried += len(c)
+        da, db = evaluate(a_cfg, a, b, c), evaluate(b_cfg, a, b, c)
+        diff = np.flatnonzero(da != db)
+        if diff.size:
+            i = int(diff[0])
+            vec = Vector([int(x) for x in a[i]], [int(x) for x in b[i]], int(c[i]))
+            return Distinction("distinct", vec, int(da[i]), int(db[i]), time.monotonic() - t0,
+                               f"model search ({kind} rows; the solver did not answer: {why})")
     return Distinction("unknown", None, None, None, time.monotonic() - t0,
-                       f"solver unknown after {time.monotonic() - t0:.1f} s")
+                       f"{why}; a model search over {tried} rows found no difference either")
 
 
 def pair_solver(constraints: Constraints | None = None) -> Solver:

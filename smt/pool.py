@@ -82,8 +82,11 @@ def _with_signs(fmt: Format, x: np.ndarray, signs: str) -> np.ndarray:
 
 def impose(cfg: AccumulatorConfig, a: np.ndarray, b: np.ndarray, c: np.ndarray,
            cons: Constraints) -> Rows:
-    """Rows made to respect cons: fixed zeros and signs set, inadmissible rows dropped."""
-    fin, fc = get_format(cfg.in_format), get_format(cfg.c_format)
+    """Rows made to respect cons: fixed zeros and signs set on the k entries of a and b (in
+    their own formats; packed scale factors after them are free) and on c, rows that break
+    finite / normal / exponent range dropped."""
+    fa, fb, fc = get_format(cfg.in_format), get_format(cfg.b_fmt), get_format(cfg.c_format)
+    k = cfg.k
     a, b, c = a.copy(), b.copy(), c.copy()
     for i in cons.zero_a:
         a[:, i] = 0
@@ -92,13 +95,13 @@ def impose(cfg: AccumulatorConfig, a: np.ndarray, b: np.ndarray, c: np.ndarray,
     if cons.zero_c:
         c[:] = 0
     if cons.sign_a is not None:
-        a = _with_signs(fin, a, cons.sign_a)
+        a[:, :k] = _with_signs(fa, a[:, :k], cons.sign_a)
     if cons.sign_b is not None:
-        b = _with_signs(fin, b, cons.sign_b)
+        b[:, :k] = _with_signs(fb, b[:, :k], cons.sign_b)
     if cons.sign_c != "?" and not cons.zero_c:
         c = _with_signs(fc, c[:, None], cons.sign_c)[:, 0]
-    ok = (_entry_ok(fin, a, cons, cons.exp_range).all(axis=1)
-          & _entry_ok(fin, b, cons, cons.exp_range).all(axis=1)
+    ok = (_entry_ok(fa, a[:, :k], cons, cons.exp_range).all(axis=1)
+          & _entry_ok(fb, b[:, :k], cons, cons.exp_range).all(axis=1)
           & _entry_ok(fc, c, cons, cons.c_exp_range))
     return a[ok], b[ok], c[ok]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -51,6 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--smt-seconds", type=cliargs.seconds, default=10.0,
                    help="solver time per suite and per identification (0: none)")
     p.add_argument("--max-queries", type=cliargs.positive_int, default=16)
+    p.add_argument("--jobs", type=cliargs.positive_int, default=min(8, os.cpu_count() or 1),
+                   help="processes building the suites of distinct shapes (default: the "
+                        "CPUs, at most 8)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_survey)
 
@@ -82,8 +86,9 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 
 def cmd_survey(args: argparse.Namespace) -> int:
-    if args.pool < 1 or args.random < 0 or args.max_queries < 1 or not args.smt_seconds >= 0:
-        raise InputError("--pool and --max-queries must be >= 1, --random and "
+    if (args.pool < 1 or args.random < 0 or args.max_queries < 1 or args.jobs < 1
+            or not args.smt_seconds >= 0):
+        raise InputError("--pool, --max-queries and --jobs must be >= 1, --random and "
                          "--smt-seconds >= 0")
     kind, _, rest = args.device.partition(":")
     inputs = [rest] if kind in ("recorded", "config") and rest else []
@@ -96,7 +101,8 @@ def cmd_survey(args: argparse.Namespace) -> int:
                          + (f" ({'; '.join(notes[:3])})" if notes else ""))
     opts = SuiteOptions(seed=args.seed, random=args.random, pool=args.pool,
                         smt_seconds=args.smt_seconds, use_smt=args.smt_seconds > 0)
-    rows = run_survey(tlist, opts, raw, args.max_queries, args.smt_seconds, _progress)
+    rows = run_survey(tlist, opts, raw, args.max_queries, args.smt_seconds, _progress,
+                      args.jobs)
     seconds = time.monotonic() - t0
     text = report(rows, args.device, notes, seconds)
     if out is not None:

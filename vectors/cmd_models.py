@@ -29,7 +29,7 @@ from mmaprobe.models.reference import reference_dot
 from mmaprobe.smt.bench import bench_smt
 
 from . import cliargs
-from .output import json_text
+from .jsonout import dumps, number
 from .validate import validate
 
 
@@ -58,13 +58,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--a", required=True, help="k comma-separated values: decimal or 0x bits")
     p.add_argument("--b", required=True, help="k comma-separated values: decimal or 0x bits")
     p.add_argument("--c", default="0", help="c: decimal or 0x bits (default 0)")
+    p.add_argument("--scale-a", help="block scaling: the scale factors of a, comma-separated "
+                                     "(decimal or 0x bits; default all 1)")
+    p.add_argument("--scale-b", help="block scaling: the scale factors of b (default all 1)")
     p.add_argument("--explain", action="store_true", help="print the steps")
     p.add_argument("--json", action="store_true")
     cliargs.allow_negative_values(p)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("validate", help="check presets bit for bit against recorded GPU "
-                                        "outputs (MATLAB-tensor-core model_validation layout)")
+                                        "outputs (MATLAB-tensor-core model_validation layout, "
+                                        "and <DEVICE>-ptx folders of per-instruction files)")
     p.add_argument("data_dir", nargs="?", help="dataset root (default: ../shared/hwdata "
                                                "beside the checkout)")
     p.add_argument("--gpu", action="append", help="only this GPU folder (repeatable)")
@@ -200,8 +204,8 @@ def cmd_presets(args) -> int:
 
 def cmd_eval(args) -> int:
     name, cfg = config_from_args(args)
-    fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
-                     get_format(cfg.out_format))
+    fin, fb, fc, fout = (get_format(cfg.in_format), get_format(cfg.b_fmt),
+                         get_format(cfg.c_format), get_format(cfg.out_format))
     a_txt, b_txt = args.a.split(","), args.b.split(",")
     if len(a_txt) != cfg.k or len(b_txt) != cfg.k:
         raise InputError(f"{name} has k={cfg.k}: --a and --b need {cfg.k} comma-separated "
@@ -210,28 +214,57 @@ def cmd_eval(args) -> int:
     a, b = [], []
     for i, (x, y) in enumerate(zip(a_txt, b_txt)):
         ba, na = parse_value(x, fin, f"a{i}")
-        bb, nb = parse_value(y, fin, f"b{i}")
+        bb, nb = parse_value(y, fb, f"b{i}")
         a.append(ba)
         b.append(bb)
         notes += [f"a{i}: {na}"] * bool(na) + [f"b{i}: {nb}"] * bool(nb)
     c, nc = parse_value(args.c, fc, "c")
     notes += [f"c: {nc}"] * bool(nc)
+    scales: tuple[list[int], list[int]] | None = None
+    if cfg.scales:
+        fs = get_format(cfg.scale_format)
+        given = []
+        for opt, txt in (("--scale-a", args.scale_a), ("--scale-b", args.scale_b)):
+            parts = ["1"] * cfg.scales if txt is None else txt.split(",")
+            if len(parts) != cfg.scales:
+                raise InputError(f"{name} has {cfg.scales} scale factor(s) per operand "
+                                 f"({cfg.scale_format}, block {cfg.scale_block}): {opt} needs "
+                                 f"{cfg.scales} comma-separated values, got {len(parts)}")
+            vals = []
+            for j, x in enumerate(parts):
+                v, note = parse_value(x, fs, f"{opt[2:]}{j}")
+                vals.append(v)
+                notes += [f"{opt[2:]}{j}: {note}"] * bool(note)
+            given.append(vals)
+        scales = (given[0], given[1])
+    elif args.scale_a is not None or args.scale_b is not None:
+        raise InputError(f"{name} has no block scaling: --scale-a/--scale-b do not apply")
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     trace: list[str] | None = [] if args.explain else None
-    d_ref = reference_dot(cfg, a, b, c, trace)
+    d_ref = reference_dot(cfg, a, b, c, trace, *(scales or ()))
+    sc = () if scales is None else tuple(np.array([x], np.uint64) for x in scales)
     d = int(evaluate(cfg, np.array([a], np.uint64), np.array([b], np.uint64),
-                     np.array([c], np.uint64))[0])
+                     np.array([c], np.uint64), *sc)[0])
     if d != d_ref:  # the two engines must agree; say so loudly if they do not
         raise AssertionError(f"model {d:#x} and reference {d_ref:#x} disagree")
     if args.json:
-        print(json_text({"config": name, "a": [f"{x:#x}" for x in a],
-                         "b": [f"{x:#x}" for x in b], "c": f"{c:#x}", "d": f"{d:#x}",
-                         "d_value": fout.to_float(d), "steps": trace}))
+        doc = {"config": name, "a": [f"{x:#x}" for x in a], "b": [f"{x:#x}" for x in b],
+               "c": f"{c:#x}", "d": f"{d:#x}", "d_value": number(fout.to_float(d)),
+               "steps": trace}
+        if scales is not None:
+            doc["scale_a"] = [f"{x:#x}" for x in scales[0]]
+            doc["scale_b"] = [f"{x:#x}" for x in scales[1]]
+        print(dumps(doc, indent=1))
         return 0
     print(f"{name}: {cfg.describe()}")
     for i in range(cfg.k):
-        print(f"  a{i} = {show(fin, a[i])}  b{i} = {show(fin, b[i])}")
+        print(f"  a{i} = {show(fin, a[i])}  b{i} = {show(fb, b[i])}")
+    if scales is not None:
+        fs = get_format(cfg.scale_format)
+        for j in range(cfg.scales):
+            print(f"  scale_a{j} = {show(fs, scales[0][j])}  "
+                  f"scale_b{j} = {show(fs, scales[1][j])}")
     print(f"  c  = {show(fc, c)}")
     if trace:
         print("steps:")
@@ -251,19 +284,27 @@ def cmd_validate(args) -> int:
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=1))
     else:
-        print(f"{'gpu':6s} {'in':9s} {'out':9s} {'preset':24s} {'k':>3s} {'rows':>7s} "
+        print(f"{'gpu':6s} {'in':14s} {'out':9s} {'preset':30s} {'k':>3s} {'rows':>7s} "
               f"{'mismatches':>10s}")
         for r in results:
-            print(f"{r.gpu:6s} {r.in_format:9s} {r.out_format:9s} {r.preset:24s} {r.k:3d} "
-                  f"{r.rows:7d} {r.mismatches:10d}")
+            if r.error:
+                print(f"{r.gpu:6s} {r.in_format:14s} {r.out_format:9s} {'-':30s} {r.k:3d} "
+                      f"{r.rows:7d} {'FAILED':>10s}")
+                print(f"    {r.error}")
+                continue
+            print(f"{r.gpu:6s} {r.in_format:14s} {r.out_format:9s} {r.preset:30s} {r.k:3d} "
+                  f"{r.rows:7d} {r.mismatches:10d}"
+                  + (f"  {r.instruction}" if r.instruction else ""))
             for m in r.first:
                 print(f"    row {m['row']}: model {m['model']} hardware {m['hardware']} "
                       f"(c {m['c']}; a {' '.join(m['a'])}; b {' '.join(m['b'])})")
         total = sum(r.rows for r in results)
         bad = sum(r.mismatches for r in results)
-        print(f"{len(results)} combinations, {total} rows, {bad} mismatches "
-              f"({time.time() - t0:.1f} s)")
-    return 1 if any(r.mismatches for r in results) else 0
+        unmatched = sum(bool(r.error) for r in results)
+        print(f"{len(results)} combinations, {total} rows, {bad} mismatches"
+              + (f", {unmatched} without a preset" if unmatched else "")
+              + f" ({time.time() - t0:.1f} s)")
+    return 1 if any(r.failed for r in results) else 0
 
 
 # -- gemm -----------------------------------------------------------------------------------
@@ -356,7 +397,7 @@ def cmd_gemm(args) -> int:
         limits.ROWS.check(m * n, f"gemm: {m}x{n} outputs", K + (-K) % cfg.k)
     D = gemm(cfg, A, B, C, alpha, beta, args.scheme)
     if args.json:
-        print(json_text({"config": name, "scheme": args.scheme, "D": D.tolist()}, None))
+        print(dumps({"config": name, "scheme": args.scheme, "D": D.tolist()}))
     else:
         if args.hazard:
             print(f"[FTTN24] Sec. V hazard on {name} ({args.scheme}): D_ij = {float(D[0, 0])!r} "

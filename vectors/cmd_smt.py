@@ -20,7 +20,8 @@ from mmaprobe.smt.probe_yaml import dump_probes, probe_document
 from mmaprobe.smt.synth import robust_probe
 
 from . import cliargs
-from .output import check_output, json_text, write_atomic
+from .jsonout import dumps, number
+from .output import check_output, write_atomic
 
 
 def register(sub) -> None:
@@ -68,10 +69,20 @@ def _configs(args) -> list[tuple[str, AccumulatorConfig]]:
 
 
 def _vec_json(cfg: AccumulatorConfig, a: list[int], b: list[int], c: int) -> dict:
-    fin, fc = get_format(cfg.in_format), get_format(cfg.c_format)
-    return {"a": [f"{x:#x}" for x in a], "b": [f"{x:#x}" for x in b], "c": f"{c:#x}",
-            "a_value": [fin.to_float(x) for x in a], "b_value": [fin.to_float(x) for x in b],
-            "c_value": fc.to_float(c)}
+    """A row as JSON: a in in_format, b in b's format, c; scale factors (block scaling,
+    packed after the k values) under scale_a and scale_b."""
+    fin, fb, fc = get_format(cfg.in_format), get_format(cfg.b_fmt), get_format(cfg.c_format)
+    k = cfg.k
+    out = {"a": [f"{x:#x}" for x in a[:k]], "b": [f"{x:#x}" for x in b[:k]], "c": f"{c:#x}",
+           "a_value": [number(fin.to_float(x)) for x in a[:k]],
+           "b_value": [number(fb.to_float(x)) for x in b[:k]], "c_value": number(fc.to_float(c))}
+    if cfg.scales:
+        out["scale_a"] = [f"{x:#x}" for x in a[k:]]
+        out["scale_b"] = [f"{x:#x}" for x in b[k:]]
+    return out
+
+
+
 
 
 def cmd_distinguish(args) -> int:
@@ -97,7 +108,7 @@ def cmd_distinguish(args) -> int:
         if d.vector is not None:
             doc["vector"] = _vec_json(ca, d.vector.a, d.vector.b, d.vector.c)
             doc["outputs"] = {na: f"{d.out_a:#x}", nb: f"{d.out_b:#x}"}
-        print(json_text(doc, 2))
+        print(dumps(doc, indent=2))
     elif d.status == "distinct":
         assert d.vector is not None and d.out_a is not None and d.out_b is not None
         v = _vec_json(ca, d.vector.a, d.vector.b, d.vector.c)
@@ -107,6 +118,9 @@ def cmd_distinguish(args) -> int:
                 print(f"  a[{i}] = {v['a'][i]} ({v['a_value'][i]!r})   "
                       f"b[{i}] = {v['b'][i]} ({v['b_value'][i]!r})")
         print("  every other a[i], b[i] = 0x0 (+0)")
+        if ca.scales:
+            print(f"  scale factors of a: {' '.join(v['scale_a'])}; of b: "
+                  f"{' '.join(v['scale_b'])} ({ca.scale_format})")
         print(f"  c    = {v['c']} ({v['c_value']!r})")
         print(f"  {na}: d = {d.out_a:#x} ({fout.to_float(d.out_a)!r})")
         print(f"  {nb}: d = {d.out_b:#x} ({fout.to_float(d.out_b)!r})")

@@ -7,8 +7,10 @@ import json
 import os
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 from mmaprobe.models.errors import InputError
+from mmaprobe.models.formats import FormatError, get_format
 from mmaprobe.models.space import canonical_shape, space_for
 
 from . import cliargs
@@ -41,6 +43,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--c", dest="fc", help="accumulator (c) format (default: the output format)")
     p.add_argument("--k", type=cliargs.k_value, required=True,
                    help="products per output element")
+    p.add_argument("--b", dest="fb", help="b's format where it differs from --in (e.g. e5m2 "
+                                          "for e4m3 x e5m2)")
+    p.add_argument("--scale", dest="scale_format", choices=["ue8m0", "ue4m3"],
+                   help="block scaling: the scale factors' format (with --scale-block)")
+    p.add_argument("--scale-block", type=cliargs.positive_int,
+                   help="block scaling: products per scale factor")
     p.add_argument("--space", help="candidate space YAML (default: the neighbourhood space)")
     p.add_argument("--seed", type=cliargs.seed, default=0)
     p.add_argument("--random", type=cliargs.count, default=64,
@@ -105,15 +113,19 @@ def add_device_args(p: argparse.ArgumentParser, shape: bool = False) -> None:
 
 def cmd_suite(args: argparse.Namespace) -> int:
     fin, fc, fout, k = canonical_shape(args.fin, args.fc, args.fout, args.k)
+    operands = suite_operands(args, fin, k)
     opts = SuiteOptions(seed=args.seed, random=args.random, pool=args.pool,
                         smt_seconds=args.smt_seconds, use_smt=args.smt_seconds > 0)
     check_options(opts, k)
     out = check_output(args.output, "suite", [args.space])
-    space = space_for(args.space, fin, fc, fout, k)
+    space = space_for(args.space, fin, fc, fout, k, operands=operands)
     lay_root = None
     if args.layout == "matlab-tc":  # every file checked before the generation
         lay_root = Path(args.layout_dir) if args.layout_dir else out.with_suffix("")
-        for p in layout_paths(lay_root, args.gpu, space).values():
+        b_fmt, scale_format, _ = operands or (fin, None, None)
+        shape = SimpleNamespace(in_format=fin, out_format=fout, scale_format=scale_format,
+                                operands=(b_fmt, scale_format, None))
+        for p in layout_paths(lay_root, args.gpu, shape).values():
             check_creatable(p, "MATLAB-layout files", [args.space, out])
     suite = build_suite(space, opts, _progress)
     files: dict[str, str] = {}
@@ -159,13 +171,32 @@ def _device_inputs(args: argparse.Namespace) -> list[str]:
     return out
 
 
+def suite_operands(args: argparse.Namespace, fin: str, k: int):
+    """(b format, scale_format, scale_block) from --b, --scale and --scale-block, or None."""
+    fb = None
+    if args.fb:
+        try:
+            fb = get_format(args.fb).name
+        except FormatError as e:
+            raise InputError(f"--b: {e}") from None
+    if (args.scale_format is None) != (args.scale_block is None):
+        raise InputError("--scale and --scale-block go together (block scaling)")
+    if args.scale_block is not None and (args.scale_block < 1 or k % args.scale_block):
+        raise InputError(f"--scale-block must divide --k {k}, got {args.scale_block}")
+    if fb in (None, fin) and args.scale_format is None:
+        return None
+    return fb or fin, args.scale_format, args.scale_block
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     suite = read_suite(args.suite)
     inputs = [args.suite, *_device_inputs(args), *layout_inputs(suite)]
     out = check_output(args.output, "observed outputs", inputs)
+    shape = (suite.in_format, suite.c_format, suite.out_format, suite.k)
     dev = device_from_args(args)
-    dev.check_shape((suite.in_format, suite.c_format, suite.out_format, suite.k), args.suite)
-    dev = dev.with_shape((suite.in_format, suite.c_format, suite.out_format, suite.k))
+    dev.check_shape(shape, args.suite)  # the message names the suite
+    dev = dev.with_shape(shape)
+    dev.check_shape(shape, args.suite, suite.operands)
     device = dev.name
     d = dev.run(suite.a, suite.b, suite.c)
     obs = Observed(list(suite.ids), d, suite.out_format, {"device": device})
@@ -187,7 +218,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
                                    [args.suite, args.observed, args.space])
     suite = read_suite(args.suite)
     obs = read_observed(args.observed, suite, args.suite)
-    space = space_for(args.space, suite.in_format, suite.c_format, suite.out_format, suite.k)
+    space = space_for(args.space, suite.in_format, suite.c_format, suite.out_format, suite.k,
+                      operands=suite.operands)
     inf = infer_mod.infer(suite, obs, space, _progress)
     text = infer_mod.report(inf)
     if report_path is not None:
@@ -209,7 +241,7 @@ def cmd_identify(args: argparse.Namespace) -> int:
     if dev.shape is None:
         raise InputError(f"{name}: give the device's formats and K with --in/--out/--k "
                          f"(and --c when c differs from the output format)")
-    space = space_for(args.space, *dev.shape)
+    space = space_for(args.space, *dev.shape, operands=dev.operands)
     res = ident_mod.identify(dev, space, args.max_queries, args.seed,
                              smt_seconds=args.smt_seconds, use_smt=args.smt_seconds > 0,
                              progress=_progress)

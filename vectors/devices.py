@@ -15,7 +15,9 @@ One spec names a device in every flow (``run``, ``identify``, ``survey``, ``vali
 
 A :class:`Device` knows its formats and K when it can (every kind but ``exec:``, which takes
 them from the flow) and runs whole batches: ``device.run(a, b, c)`` with a, b of shape
-(N, k) and c of shape (N,).
+(N, k) and c of shape (N,).  A device whose b has a format of its own, or that takes scale
+factors, says so in ``operands`` (b's format, scale_format, scale_block); its scale factors
+travel packed after the k values of a and b (``AccumulatorConfig.row_width``).
 
 >>> dev = parse_device("preset:h100-fp16-fp32")
 >>> dev.name, dev.shape
@@ -72,6 +74,7 @@ class Device:
     rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     calls: int = field(default=0, compare=False)
     rows_run: int = field(default=0, compare=False)
+    operands: tuple[str, str | None, int | None] | None = None  # b format, scale fmt, block
 
     def run(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         if self.shape is None:
@@ -79,6 +82,8 @@ class Device:
                               f"(e.g. --in/--out/--k)")
         a, b, c = (np.asarray(x, dtype=np.uint64) for x in (a, b, c))
         k = self.shape[3]
+        sblock = self.operands[2] if self.operands else None
+        k = k + (k // sblock if sblock else 0)  # packed scale factors
         if a.ndim != 2 or a.shape[1] != k or b.shape != a.shape or c.shape != (a.shape[0],):
             raise InputError(f"{self.name}: rows must have shapes (N, {k}), (N, {k}), (N,); "
                              f"got {a.shape}, {b.shape}, {c.shape}")
@@ -98,18 +103,33 @@ class Device:
         self.check_shape(shape, self.name)
         return self
 
-    def check_shape(self, shape: Shape, what: str) -> None:
-        """An InputError when the device's formats and K differ from ``shape``."""
+    def check_shape(self, shape: Shape, what: str,
+                    operands: tuple[str, str | None, int | None] | None = None) -> None:
+        """An InputError when the device's formats and K differ from ``shape``, or, with
+        ``operands`` given, its b format and block scaling from them."""
         if self.shape is not None and tuple(shape) != tuple(self.shape):
             raise InputError(f"{what}: formats/k {tuple(shape)} do not match the device "
                              f"{self.name} {tuple(self.shape)}")
+        if operands is None:
+            return
+        mine = self.operands or (shape[0], None, None)
+        theirs = operands
+        if tuple(mine) != tuple(theirs):
+            raise InputError(f"{what}: b format and block scaling ({_ops(theirs)}) do not "
+                             f"match the device {self.name} ({_ops(mine)})")
+
+
+def _ops(ops: tuple[str, str | None, int | None]) -> str:
+    b, sf, sb = ops
+    return f"b {b}, " + (f"scale factors {sf} per {sb} products" if sf else "no scale factors")
 
 
 def virtual_device(cfg: AccumulatorConfig, name: str | None = None) -> Device:
     """A device backed by the numpy model of cfg."""
     return Device(name or f"config:{cfg.describe()}",
                   (cfg.in_format, cfg.c_format, cfg.out_format, cfg.k),
-                  lambda shape, a, b, c: evaluate(cfg, a, b, c), cfg)
+                  lambda shape, a, b, c: evaluate(cfg, a, b, c), cfg,
+                  operands=cfg.operands)
 
 
 # -- exec: ------------------------------------------------------------------------------------
@@ -197,10 +217,6 @@ def _kill_group(proc: subprocess.Popen) -> None:
 def cuda_device(name: str) -> Device:
     """``cuda:INSTR``: the instruction on the local GPU (discovered and built on first use)."""
     instr = cuda.get_instruction(name)
-    if instr.a_format != instr.b_format:
-        raise InputError(f"cuda:{instr.name}: a is {instr.a_format} and b {instr.b_format}; "
-                         f"mixed input formats are not yet flows' shapes (run them with "
-                         f"`mmaprobe devices --run`)")
     harness = cuda.local_harness()
     if not harness.supported(instr):
         raise InputError(f"cuda:{instr.name}: not supported by this GPU "
@@ -208,16 +224,14 @@ def cuda_device(name: str) -> Device:
                          f"`mmaprobe devices` lists the ones it has")
     shape = (instr.a_format, instr.c_format, instr.out_format, instr.K)
     return Device(f"cuda:{instr.name}", shape,
-                  lambda shp, a, b, c: harness.run_rows(instr, a, b, c))
+                  lambda shp, a, b, c: harness.run_rows(instr, a, b, c),
+                  operands=(instr.b_format, None, None))
 
 
 def recorded_device(path: str) -> Device:
     """``recorded:FILE``: a rows file's outputs, for exactly the rows it holds."""
     rec = read_rows(path)
     fa, fb, fc, fd = rec.formats
-    if fa != fb:
-        raise InputError(f"{path}: a is {fa} and b {fb}; mixed input formats are not yet "
-                         f"flows' shapes")
     table: dict[bytes, int] = {}
     for i in range(len(rec.c)):
         table.setdefault(_key(rec.a[i], rec.b[i], rec.c[i]), int(rec.d[i]))
@@ -232,7 +246,7 @@ def recorded_device(path: str) -> Device:
         return out
 
     return Device(f"recorded:{path}", (fa, fc, fd, rec.k), answer,
-                  rows=(rec.a, rec.b, rec.c))
+                  rows=(rec.a, rec.b, rec.c), operands=(fb, None, None))
 
 
 def _key(a: np.ndarray, b: np.ndarray, c) -> bytes:

@@ -139,8 +139,10 @@ def identify(device: Device, space: CandidateSpace, max_queries: int = 16, seed:
                         "candidates_before": int(before), "candidates_after": int(R.size)})
         if progress:
             progress(f"identify: query {len(queries)} ({method}): {before} -> {R.size}")
+    ops = cfgs[0].operands
     presets = [p.name for p in presets_with(space.in_format, space.c_format, space.out_format,
-                                            space.k) if p.config in {cfgs[i] for i in R}]
+                                            space.k, operands=ops)
+               if p.config in {cfgs[i] for i in R}]
     ident = Identification(space, queries, [int(i) for i in R], status, note,
                            time.monotonic() - t0, presets, proofs=proofs,
                            open_pairs=open_pairs)
@@ -151,7 +153,9 @@ def identify(device: Device, space: CandidateSpace, max_queries: int = 16, seed:
                       np.stack([q[1] for q in asked]).astype(np.uint64),
                       np.array([q[2] for q in asked], dtype=np.uint64),
                       [{"kind": "query", "query": i + 1, "method": q["method"],
-                        "features": q["features"]} for i, q in enumerate(queries)])
+                        "features": q["features"]} for i, q in enumerate(queries)],
+                      b_format=None if ops[0] == space.in_format else ops[0],
+                      scale_format=ops[1], scale_block=ops[2])
         obs = Observed(list(suite.ids), np.array([q[3] for q in asked], dtype=np.uint64),
                        space.out_format)
         ident.inference = infer(suite, obs, space)

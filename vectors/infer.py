@@ -249,7 +249,8 @@ def infer(suite: Suite, observed: Observed, space: CandidateSpace,
     pdec = probe_decisions(suite, d, truth)
     decided = _decided_features(space, O, d, consistent, suite, pdec) if consistent else {}
     presets = []
-    for p in presets_with(suite.in_format, suite.c_format, suite.out_format, suite.k):
+    for p in presets_with(suite.in_format, suite.c_format, suite.out_format, suite.k,
+                          operands=suite.operands):
         o = evaluate(p.config, suite.a, suite.b, suite.c)
         n = int((o != d).sum())
         presets.append({"preset": p.name, "mismatches": n, "matches": n == 0,
@@ -306,9 +307,13 @@ def to_json(inf: Inference) -> dict[str, Any]:
 
 def report(inf: Inference) -> str:
     cfgs = inf.space.configs
+    su = inf.suite
+    b_fmt, sf, sb = su.operands
+    ab = su.in_format if b_fmt == su.in_format else f"{su.in_format} x {b_fmt}"
+    scaled = f", scale factors {sf} per {sb} products" if sf else ""
     L = ["# mmaprobe infer", "",
-         f"Suite: {inf.suite.size} vectors, {inf.suite.in_format} x {inf.suite.k} + "
-         f"{inf.suite.c_format} -> {inf.suite.out_format}.  Space: {inf.space.describe()}.", ""]
+         f"Suite: {su.size} vectors, {ab} x {su.k}{scaled} + {su.c_format} -> "
+         f"{su.out_format}.  Space: {inf.space.describe()}.", ""]
     if inf.explained:
         L += [f"**{len(inf.consistent)} candidate configuration(s) consistent with every "
               f"observed output.**", ""]

@@ -4,6 +4,12 @@
 patterns per line, each an input-format value), ``c_<GPU>_fp32.txt`` (one 32-character
 binary string per line) and ``d_<GPU>_fp32.txt`` / ``d_<GPU>_fp16.txt`` (outputs as binary32
 binary strings; fp16 outputs converted exactly).  See shared/hwdata/README.md.
+
+mmaprobe's extensions for inputs the dataset does not have: a and b in different formats
+live in ``<informat of a>x<informat of b>/`` (each file holding its own format's values), and
+block-scaled suites add ``sa_...`` / ``sb_...`` with the raw scale-factor bit patterns (one
+8-digit hex word per scale factor; UE8M0 and UE4M3 patterns have no exact binary32 twin for
+every bit).  NaNs keep their payloads through binary32 (:func:`nan_convert`).
 """
 
 from __future__ import annotations
@@ -28,7 +34,10 @@ BINARY32 = get_format("binary32")
 
 #: folder names of the dataset's input formats
 FOLDER_FORMATS = {"fp16": "binary16", "bf16": "bfloat16", "tf32": "tf32", "e4m3": "e4m3",
-                  "e5m2": "e5m2", "fp32": "binary32", "fp64": "binary64"}
+                  "e5m2": "e5m2", "fp32": "binary32", "fp64": "binary64",
+                  # formats the MATLAB dataset does not have, named as mmaprobe names them
+                  "e4m3fnuz": "e4m3fnuz", "e5m2fnuz": "e5m2fnuz", "e2m3": "e2m3",
+                  "e3m2": "e3m2", "e2m1": "e2m1"}
 #: output file suffixes
 OUTPUT_FORMATS = {"fp32": "binary32", "fp16": "binary16"}
 KNOWN_GPUS = ("V100", "A100", "A2", "A30", "Ada", "L40S", "H100", "H200", "B200")
@@ -107,21 +116,52 @@ def write_bin_rows(path: Path, values: np.ndarray) -> None:
     write_atomic(path, bin_rows_text(values), "binary-row file")
 
 
+def nan_convert(src: Format, dst: Format, bits: int) -> int:
+    """A NaN of src as a NaN of dst, keeping its sign and payload where dst can hold them.
+
+    Between IEEE-style formats the fraction (payload) moves with its top bit: widened by
+    zero bits, or narrowed by dropping low bits (the quiet bit is set if nothing is left),
+    so a narrow NaN written in a wider container and read back is the same pattern (the
+    binary16 NaN 0x7fff is 0x7fffe000 in binary32, and back).  Formats with one NaN
+    pattern per sign (E4M3) or one NaN (FNUZ, UE8M0) give that.
+
+    >>> from mmaprobe.models.formats import get_format
+    >>> h, s = get_format("binary16"), get_format("binary32")
+    >>> hex(nan_convert(h, s, 0x7fff)), hex(nan_convert(s, h, 0x7fffe000))
+    ('0x7fffe000', '0x7fff')
+    """
+    _, sign, frac, _ = src.decode(bits)
+    if dst.kind != "ieee":
+        return dst.nan_bits(sign if dst.kind == "fn" else 0)
+    if src.kind != "ieee" and src.kind != "fn":
+        frac = 0
+    shift = dst.t - src.t
+    frac = frac << shift if shift >= 0 else frac >> -shift
+    if frac == 0:
+        frac = 1 << (dst.t - 1)  # nothing of the payload left: the quiet NaN
+    top = ((1 << dst.ebits) - 1) << dst.t
+    return ((sign << (dst.bits - 1)) | top | frac) << dst.pad
+
+
 def convert_exact(bits: np.ndarray, src: Format, dst: Format, path: Path | str = "",
                   mode: str | None = None, lines: Any = None) -> np.ndarray:
     """Re-encode patterns of src as patterns of dst; values must be exact unless mode is given.
 
-    NaNs map to dst's NaN, infinities to dst's infinities.  An inexact value without a
-    rounding mode is an error naming the file and line (``lines[row]`` when the reader
-    recorded them, else row + 1) and, for rows of K words, the word.
+    The same format is the identity on every pattern; NaNs keep their sign and payload
+    where dst can hold them (:func:`nan_convert`), infinities map to dst's infinities.  An
+    inexact value without a rounding mode is an error naming the file and line
+    (``lines[row]`` when the reader recorded them, else row + 1) and, for rows of K words,
+    the word.
     """
     bits = np.asarray(bits, dtype=np.uint64)
+    if src.name == dst.name:
+        return bits.copy()
     uniq, inverse = np.unique(bits, return_inverse=True)
     table = np.empty(len(uniq), dtype=np.uint64)
     for i, u in enumerate(uniq):
         cls, sign, _, _ = src.decode(int(u))
         if cls == "nan":
-            table[i] = dst.nan_bits()
+            table[i] = nan_convert(src, dst, int(u))
         elif cls == "inf":
             table[i] = dst.inf_bits(sign)
         elif cls == "zero":

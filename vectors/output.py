@@ -26,8 +26,6 @@ command; choose another file
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import tempfile
 from collections.abc import Iterable
@@ -180,23 +178,3 @@ def write_files(files: dict[PathLike, str | bytes], what: str = "output",
                 except OSError:
                     pass
 
-
-def _strict(x: object) -> object:
-    if isinstance(x, float) and not math.isfinite(x):
-        return "nan" if x != x else ("inf" if x > 0 else "-inf")
-    if isinstance(x, dict):
-        return {k: _strict(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_strict(v) for v in x]
-    return x
-
-
-def json_text(obj: object, indent: int | None = 1) -> str:
-    """Strict JSON for --json output: a non-finite float (a value that overflowed, a NaN
-    result) is written as the string "inf", "-inf" or "nan", never as the bare
-    Infinity/NaN that JSON parsers refuse.
-
-    >>> json_text({"d": float("-inf"), "v": [1.5, float("nan")]}, None)
-    '{"d": "-inf", "v": [1.5, "nan"]}'
-    """
-    return json.dumps(_strict(obj), indent=indent, allow_nan=False)

@@ -25,7 +25,6 @@ import numpy as np
 from mmaprobe.models import limits
 from mmaprobe.models.errors import InputError
 from mmaprobe.models.features import expression_bindings, feature_value
-from mmaprobe.models.formats import get_format
 from mmaprobe.models.partition import classes, outputs_matrix, refine, split_fields
 from mmaprobe.models.rows import issm_rows, pool_rows
 from mmaprobe.models.space import CandidateSpace
@@ -70,7 +69,7 @@ class _Builder:
         self.prov.append(prov)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        k = self.space.k
+        k = self.space.configs[0].row_width
         if not self.ids:
             z = np.zeros((0, k), dtype=np.uint64)
             return z, z.copy(), np.zeros(0, dtype=np.uint64)
@@ -105,6 +104,11 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
     exactly these probes on any machine.
     """
     sp = bld.space
+    if sp.configs[0].operands != (sp.in_format, None, None):
+        # probes speak one input format and no scale factors (vectors of K entries)
+        notes.append("probes: not instantiated (b has a format of its own or the rows carry "
+                     "scale factors); the suite relies on random rows and discriminators")
+        return [], {}
     paths = files if files is not None else [str(p) for p in library_files("library")]
     probes = [p for p in load_probes(paths)
               if p.applies_to_formats(sp.in_format, sp.c_format, sp.out_format, sp.k)]
@@ -263,7 +267,8 @@ def build_suite(space: CandidateSpace, opts: SuiteOptions, progress: Progress = 
                           "probes": documents,
                           "discrimination": stats, "notes": notes,
                           "seconds": round(time.monotonic() - t0, 2)}}
-    fin = get_format(space.in_format)
-    del fin
+    b_fmt, scale_format, scale_block = space.configs[0].operands
     return Suite(space.in_format, space.c_format, space.out_format, space.k, list(bld.ids),
-                 a, b, c, list(bld.prov), meta)
+                 a, b, c, list(bld.prov), meta,
+                 b_format=None if b_fmt == space.in_format else b_fmt,
+                 scale_format=scale_format, scale_block=scale_block)

@@ -1,9 +1,14 @@
 """Suite and observed-output files: versioned JSON, plus the MATLAB-tensor-core row layout.
 
 A suite (``schema: mmaprobe-suite``) holds the formats, K, and vectors with ids, hex bit
-patterns a (K), b (K), c and a provenance record (which probe or query made it).  An
-observed file (``schema: mmaprobe-observed``) holds, per vector id, the output bit pattern d.
-Every reading error names the file and the entry.
+patterns a (K), b (K), c and a provenance record (which probe or query made it).  Where b has
+a format of its own, ``formats`` names it (``b``); with block scaling, ``formats`` names the
+scale factors' format (``scale``), ``scale_block`` their block, and each vector carries
+``scale_a`` and ``scale_b`` (K / scale_block patterns each; in memory they are packed after
+the K values of a and b, ``AccumulatorConfig.row_width``).  An observed file (``schema:
+mmaprobe-observed``) holds, per vector id, the output bit pattern d.  Every reading error
+names the file and the entry.  Bit patterns are kept exactly through every file (NaN
+payloads included).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from mmaprobe.models import limits
-from mmaprobe.models.config import field_problem
+from mmaprobe.models.config import SCALE_FORMATS, field_problem
 from mmaprobe.models.errors import InputError, read_text
 from mmaprobe.models.formats import Format, FormatError, get_format
 
@@ -50,29 +55,58 @@ class Suite:
     provenance: list[dict[str, Any]]
     meta: dict[str, Any] = field(default_factory=dict)
     source: str = "suite"  # the file it was read from, for messages
+    b_format: str | None = None      # b's format where it differs from in_format
+    scale_format: str | None = None  # block scaling: the scale factors' format ...
+    scale_block: int | None = None   # ... and the products per scale factor
 
     @property
     def size(self) -> int:
         return len(self.ids)
 
+    @property
+    def operands(self) -> tuple[str, str | None, int | None]:
+        """(b's format, scale_format, scale_block), as AccumulatorConfig.operands."""
+        return self.b_format or self.in_format, self.scale_format, self.scale_block
+
+    @property
+    def scales(self) -> int:
+        return 0 if self.scale_block is None else self.k // self.scale_block
+
+    def _formats_json(self) -> dict[str, Any]:
+        fm: dict[str, Any] = {"in": self.in_format, "c": self.c_format, "out": self.out_format}
+        if self.b_format and self.b_format != self.in_format:
+            fm["b"] = self.b_format
+        if self.scale_format:
+            fm["scale"] = self.scale_format
+        return fm
+
     def digest(self) -> str:
         h = hashlib.sha256()
         h.update(f"{self.in_format}/{self.c_format}/{self.out_format}/{self.k}".encode())
+        if self.operands != (self.in_format, None, None):  # plain suites keep their digest
+            h.update(f"/{self.operands}".encode())
         for i, vid in enumerate(self.ids):
             h.update(vid.encode())
             h.update(self.a[i].tobytes() + self.b[i].tobytes() + self.c[i:i + 1].tobytes())
         return h.hexdigest()[:16]
 
     def to_json(self) -> dict[str, Any]:
-        fin, fc = get_format(self.in_format), get_format(self.c_format)
+        fin, fb, fc = (get_format(self.in_format), get_format(self.operands[0]),
+                       get_format(self.c_format))
+        fs = get_format(self.scale_format) if self.scale_format else None
+        k = self.k
         vecs = []
         for i, vid in enumerate(self.ids):
-            vecs.append({"id": vid, "a": [hexbits(fin, x) for x in self.a[i].tolist()],
-                         "b": [hexbits(fin, x) for x in self.b[i].tolist()],
-                         "c": hexbits(fc, int(self.c[i])), "provenance": self.provenance[i]})
-        return {"schema": SUITE_SCHEMA, "version": VERSION,
-                "formats": {"in": self.in_format, "c": self.c_format, "out": self.out_format},
-                "k": self.k, "digest": self.digest(), **self.meta, "vectors": vecs}
+            v = {"id": vid, "a": [hexbits(fin, x) for x in self.a[i, :k].tolist()],
+                 "b": [hexbits(fb, x) for x in self.b[i, :k].tolist()]}
+            if fs is not None:
+                v["scale_a"] = [hexbits(fs, x) for x in self.a[i, k:].tolist()]
+                v["scale_b"] = [hexbits(fs, x) for x in self.b[i, k:].tolist()]
+            v.update({"c": hexbits(fc, int(self.c[i])), "provenance": self.provenance[i]})
+            vecs.append(v)
+        extra = {"scale_block": self.scale_block} if self.scale_format else {}
+        return {"schema": SUITE_SCHEMA, "version": VERSION, "formats": self._formats_json(),
+                "k": self.k, **extra, "digest": self.digest(), **self.meta, "vectors": vecs}
 
 
 @dataclass
@@ -85,8 +119,9 @@ class Observed:
     def to_json(self, suite: Suite) -> dict[str, Any]:
         fout = get_format(self.out_format)
         return {"schema": OBSERVED_SCHEMA, "version": VERSION,
-                "formats": {"in": suite.in_format, "c": suite.c_format, "out": suite.out_format},
-                "k": suite.k, "suite_digest": suite.digest(), **self.meta,
+                "formats": suite._formats_json(), "k": suite.k,
+                **({"scale_block": suite.scale_block} if suite.scale_format else {}),
+                "suite_digest": suite.digest(), **self.meta,
                 "outputs": [{"id": vid, "d": hexbits(fout, int(x))}
                             for vid, x in zip(self.ids, self.d.tolist())]}
 
@@ -162,6 +197,10 @@ def _formats(p: Path, data: dict[str, Any]) -> tuple[str, str, str, int]:
     fm = data.get("formats")
     if not isinstance(fm, dict) or not {"in", "c", "out"} <= set(fm):
         raise InputError(f"{p}: 'formats' must be a mapping with in, c and out")
+    extra = sorted(str(x) for x in set(fm) - {"in", "b", "c", "out", "scale"})
+    if extra:
+        raise InputError(f"{p}: formats: unknown role(s) {', '.join(extra)}; expected in, b, "
+                         f"c, out and scale")
     try:
         names = [get_format(fm[r]).name for r in ("in", "c", "out")]
     except (FormatError, TypeError) as e:
@@ -171,6 +210,30 @@ def _formats(p: Path, data: dict[str, Any]) -> tuple[str, str, str, int]:
     if problem:
         raise InputError(f"{p}: k: got {str(k)[:40]}, expected {problem}")
     return names[0], names[1], names[2], k
+
+
+def _operands(p: Path, data: dict[str, Any], fin: str, k: int
+              ) -> tuple[str | None, str | None, int | None]:
+    """(b_format or None, scale_format, scale_block) of a suite or observed file."""
+    fm = data["formats"]
+    b = None
+    if fm.get("b") is not None:
+        try:
+            b = get_format(fm["b"]).name
+        except (FormatError, TypeError) as e:
+            raise InputError(f"{p}: formats: b: {e}") from None
+        b = None if b == fin else b
+    sf, sb = fm.get("scale"), data.get("scale_block")
+    if sf is None and sb is None:
+        return b, None, None
+    if sf not in SCALE_FORMATS:
+        raise InputError(f"{p}: formats: scale: got {sf!r}, expected one of "
+                         f"{', '.join(SCALE_FORMATS)} (with 'scale_block')")
+    problem = field_problem("scale_block", sb)
+    if sb is None or problem or k % sb:
+        raise InputError(f"{p}: 'scale_block' must be a positive divisor of k={k} with "
+                         f"formats.scale, got {sb!r}")
+    return b, sf, sb
 
 
 def _check_schema(p: Path, data: Any, schema: str) -> None:
@@ -188,7 +251,11 @@ def read_suite(path: str | Path) -> Suite:
     data = read_json(p, "suite")
     _check_schema(p, data, SUITE_SCHEMA)
     fin_n, fc_n, fout_n, k = _formats(p, data)
+    b_n, sf_n, sblock = _operands(p, data, fin_n, k)
     fin, fc = get_format(fin_n), get_format(fc_n)
+    fb = get_format(b_n or fin_n)
+    fs = get_format(sf_n) if sf_n else None
+    nsc = 0 if sblock is None else k // sblock
     vecs = data.get("vectors")
     if not isinstance(vecs, list) or not vecs:
         raise InputError(f"{p}: 'vectors' must be a non-empty list")
@@ -197,8 +264,8 @@ def read_suite(path: str | Path) -> Suite:
         _check_layout(p, data["layout"])
     ids: list[str] = []
     seen: set[str] = set()
-    a = np.zeros((len(vecs), k), dtype=np.uint64)
-    b = np.zeros((len(vecs), k), dtype=np.uint64)
+    a = np.zeros((len(vecs), k + nsc), dtype=np.uint64)
+    b = np.zeros((len(vecs), k + nsc), dtype=np.uint64)
     c = np.zeros(len(vecs), dtype=np.uint64)
     prov = []
     for i, v in enumerate(vecs):
@@ -210,17 +277,29 @@ def read_suite(path: str | Path) -> Suite:
         if vid in seen:
             raise InputError(f"{p}: {where}: duplicate id")
         seen.add(vid)
-        for side, arr in (("a", a), ("b", b)):
+        for side, arr, fmt in (("a", a, fin), ("b", b, fb)):
             row = v.get(side)
             if not isinstance(row, list) or len(row) != k:
                 raise InputError(f"{p}: {where}: '{side}' must be a list of k={k} hex patterns")
             for j, x in enumerate(row):
-                arr[i, j] = _parse_bits(p, f"{where} {side}[{j}]", x, fin)
+                arr[i, j] = _parse_bits(p, f"{where} {side}[{j}]", x, fmt)
+        for side, arr in (("scale_a", a), ("scale_b", b)):
+            row = v.get(side)
+            if fs is None:
+                if row is not None:
+                    raise InputError(f"{p}: {where}: '{side}' given, but the suite has no "
+                                     f"block scaling (formats.scale)")
+                continue
+            if not isinstance(row, list) or len(row) != nsc:
+                raise InputError(f"{p}: {where}: '{side}' must be a list of {nsc} hex "
+                                 f"patterns ({sf_n}, k={k}, scale_block={sblock})")
+            for j, x in enumerate(row):
+                arr[i, k + j] = _parse_bits(p, f"{where} {side}[{j}]", x, fs)
         c[i] = _parse_bits(p, f"{where} c", v.get("c"), fc)
         ids.append(vid)
         prov.append(v.get("provenance", {}) if isinstance(v.get("provenance"), dict) else {})
     meta = {key: data[key] for key in ("space", "generator", "layout") if key in data}
-    suite = Suite(fin_n, fc_n, fout_n, k, ids, a, b, c, prov, meta, str(p))
+    suite = Suite(fin_n, fc_n, fout_n, k, ids, a, b, c, prov, meta, str(p), b_n, sf_n, sblock)
     dg = data.get("digest")
     if dg is not None and dg != suite.digest():
         raise InputError(f"{p}: digest {dg} does not match the vectors ({suite.digest()}): "
@@ -256,14 +335,14 @@ def _check_layout(p: Path, lay: Any) -> None:
     if not isinstance(gpu, str) or not gpu.strip() or "/" in gpu or gpu in (".", ".."):
         raise InputError(f"{p}: layout: gpu must be a folder name, got {json.dumps(gpu)[:40]}")
     files = lay.get("files")
-    if not isinstance(files, dict) or not set(files) <= {"a", "b", "c"} or not all(
+    if not isinstance(files, dict) or not set(files) <= {"a", "b", "c", "sa", "sb"} or not all(
             isinstance(v, str) and v for v in files.values()):
-        raise InputError(f"{p}: layout: files must map a, b, c to file names relative to "
-                         f"the suite")
+        raise InputError(f"{p}: layout: files must map a, b, c (sa, sb) to file names "
+                         f"relative to the suite")
 
 
 def layout_inputs(suite: Suite) -> list[Path]:
-    """The a_/b_/c_ files a suite's layout record names (relative to the suite file)."""
+    """The files a suite's layout record names (relative to the suite file)."""
     lay = suite.meta.get("layout")
     if not isinstance(lay, dict):
         return []
@@ -279,10 +358,14 @@ def read_observed(path: str | Path, suite: Suite, suite_path: str | Path = "suit
     data = read_json(p, "observed outputs")
     _check_schema(p, data, OBSERVED_SCHEMA)
     fin_n, fc_n, fout_n, k = _formats(p, data)
+    b_n, sf_n, sblock = _operands(p, data, fin_n, k)
     for name, mine, theirs in (("input format", fin_n, suite.in_format),
+                               ("b format", b_n or fin_n, suite.operands[0]),
                                ("c format", fc_n, suite.c_format),
                                ("output format", fout_n, suite.out_format),
-                               ("k", k, suite.k)):
+                               ("k", k, suite.k),
+                               ("scale format", sf_n, suite.scale_format),
+                               ("scale block", sblock, suite.scale_block)):
         if mine != theirs:
             raise InputError(f"{p}: {name} {mine} does not match the suite {suite_path} "
                              f"({theirs})")
@@ -343,24 +426,37 @@ def out_suffix(fmt_name: str) -> str:
 
 def layout_paths(root: Path, gpu: str, suite: Suite) -> dict[str, Path]:
     folder = folder_of(suite.in_format)
+    if suite.operands[0] != suite.in_format:
+        folder = f"{folder}x{folder_of(suite.operands[0])}"
     base = root / gpu / folder
-    return {"a": base / f"a_{gpu}_{folder}.txt", "b": base / f"b_{gpu}_{folder}.txt",
-            "c": base / f"c_{gpu}_fp32.txt",
-            "d": base / f"d_{gpu}_{out_suffix(suite.out_format)}.txt"}
+    paths = {"a": base / f"a_{gpu}_{folder}.txt", "b": base / f"b_{gpu}_{folder}.txt",
+             "c": base / f"c_{gpu}_fp32.txt",
+             "d": base / f"d_{gpu}_{out_suffix(suite.out_format)}.txt"}
+    if suite.scale_format:
+        paths["sa"] = base / f"sa_{gpu}_{folder}.txt"
+        paths["sb"] = base / f"sb_{gpu}_{folder}.txt"
+    return paths
 
 
 def layout_texts(root: Path, gpu: str, suite: Suite) -> dict[Path, str]:
-    """The a_/b_/c_ files of the layout (path -> text): inputs as binary32 patterns
-    (exact), rows in suite order."""
+    """The files of the layout (path -> text): a_/b_/c_ with the inputs as binary32
+    patterns (exact), rows in suite order; sa_/sb_ with the raw scale-factor patterns of a
+    block-scaled suite."""
     paths = layout_paths(root, gpu, suite)
-    fin, fc = get_format(suite.in_format), get_format(suite.c_format)
-    return {paths["a"]: hex_rows_text(convert_exact(suite.a, fin, _B32, "suite a")),
-            paths["b"]: hex_rows_text(convert_exact(suite.b, fin, _B32, "suite b")),
-            paths["c"]: bin_rows_text(convert_exact(suite.c, fc, _B32, "suite c"))}
+    fin, fb, fc = (get_format(suite.in_format), get_format(suite.operands[0]),
+                   get_format(suite.c_format))
+    k = suite.k
+    out = {paths["a"]: hex_rows_text(convert_exact(suite.a[:, :k], fin, _B32, "suite a")),
+           paths["b"]: hex_rows_text(convert_exact(suite.b[:, :k], fb, _B32, "suite b")),
+           paths["c"]: bin_rows_text(convert_exact(suite.c, fc, _B32, "suite c"))}
+    if suite.scale_format:
+        out[paths["sa"]] = hex_rows_text(suite.a[:, k:])
+        out[paths["sb"]] = hex_rows_text(suite.b[:, k:])
+    return out
 
 
 def write_layout(root: Path, gpu: str, suite: Suite) -> dict[str, Path]:
-    """Write the a_/b_/c_ files (all or none, directories created as needed)."""
+    """Write the layout files (all or none, directories created as needed)."""
     paths = layout_paths(root, gpu, suite)
     write_files(layout_texts(root, gpu, suite), "MATLAB-layout files", make_dirs=True)
     return paths
@@ -383,9 +479,13 @@ def read_d_file(path: Path, suite: Suite) -> Observed:
 
 
 def read_layout_inputs(paths: dict[str, Path], suite: Suite) -> tuple[np.ndarray, ...]:
-    """Read back a_/b_/c_ files (for round-trip checks) as suite-format patterns."""
-    fin, fc = get_format(suite.in_format), get_format(suite.c_format)
+    """Read back a_/b_/c_ (and sa_/sb_) files as suite-format patterns (packed rows)."""
+    fin, fb, fc = (get_format(suite.in_format), get_format(suite.operands[0]),
+                   get_format(suite.c_format))
     a = convert_exact(read_hex_rows(paths["a"], suite.k), _B32, fin, paths["a"])
-    b = convert_exact(read_hex_rows(paths["b"], suite.k), _B32, fin, paths["b"])
+    b = convert_exact(read_hex_rows(paths["b"], suite.k), _B32, fb, paths["b"])
     c = convert_exact(read_bin_rows(paths["c"]), _B32, fc, paths["c"])
+    if suite.scale_format:
+        a = np.concatenate([a, read_hex_rows(paths["sa"], suite.scales)], 1)
+        b = np.concatenate([b, read_hex_rows(paths["sb"], suite.scales)], 1)
     return a, b, c

@@ -17,6 +17,7 @@ import json
 import re
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,9 +87,6 @@ def targets(spec: str, names: list[str] | None = None) -> tuple[list[Target], li
         for instr in chosen:
             if not harness.supported(instr):
                 notes.append(f"{instr.name}: not supported by this GPU")
-            elif instr.a_format != instr.b_format:
-                notes.append(f"{instr.name}: mixed input formats ({instr.a_format} x "
-                             f"{instr.b_format}) are not surveyed yet")
             else:
                 out.append(Target(instr.name, parse_device(f"cuda:{instr.name}")))
         return out, notes
@@ -143,13 +141,14 @@ def survey_one(target: Target, opts: SuiteOptions, suites: dict[tuple, Suite],
     t0 = time.monotonic()
     dev = target.device
     shape = dev.shape
-    space = neighbourhood(*shape)
-    if shape not in suites:
+    key = _key(dev)
+    space = neighbourhood(*shape, operands=dev.operands)
+    if key not in suites:
         if progress:
             progress(f"survey: building the suite for {shape[0]}/{shape[1]}->{shape[2]} "
                      f"k={shape[3]} ({len(space.configs)} candidates)")
-        suites[shape] = build_suite(space, opts, progress)
-    suite = suites[shape]
+        suites[key] = build_suite(space, opts, progress)
+    suite = suites[key]
     d = dev.run(suite.a, suite.b, suite.c)
     obs = Observed(list(suite.ids), d, suite.out_format, {"device": dev.name})
     raw = {}
@@ -186,13 +185,31 @@ def survey_one(target: Target, opts: SuiteOptions, suites: dict[tuple, Suite],
                      round(time.monotonic() - t0, 1), unexplained, raw)
 
 
+def _key(dev) -> tuple:
+    """The suite a device needs: its shape and operands (b's format, block scaling)."""
+    return tuple(dev.shape) + tuple(dev.operands or (dev.shape[0], None, None))
+
+
+def _suite_for(key: tuple, opts: SuiteOptions) -> Suite:
+    return build_suite(neighbourhood(*key[:4], operands=key[4:]), opts)
+
+
 def run_survey(tlist: list[Target], opts: SuiteOptions, raw_dir: Path | None = None,
                max_queries: int = 16, smt_seconds: float = 10.0,
-               progress: Progress = None) -> list[SurveyRow]:
-    """Survey every target (see the module docstring)."""
+               progress: Progress = None, jobs: int = 1) -> list[SurveyRow]:
+    """Survey every target (see the module docstring); with ``jobs`` > 1 the suites of
+    distinct shapes are built in that many processes first (the device runs stay in
+    order, one at a time)."""
     if raw_dir is not None:
         raw_dir.mkdir(parents=True, exist_ok=True)
     suites: dict[tuple, Suite] = {}
+    shapes = list(dict.fromkeys(_key(t.device) for t in tlist))
+    if jobs > 1 and len(shapes) > 1:
+        if progress:
+            progress(f"survey: building {len(shapes)} suites in {jobs} processes")
+        with ProcessPoolExecutor(max_workers=min(jobs, len(shapes))) as pool:
+            futures = {key: pool.submit(_suite_for, key, opts) for key in shapes}
+            suites = {key: f.result() for key, f in futures.items()}
     rows = []
     for i, t in enumerate(tlist):
         if progress:

@@ -60,8 +60,8 @@ DEFAULT = (
     "schema-suite-dup-keys", "schema-suite-deep-nesting",
     # probe: an empty sweep, an integer feature decided as 1/3 (file and line of 'then')
     "probe-sweep-from-gt-to", "probe-rule-then-bad",
-    # smt: a configuration the encoding does not cover, an impossible exponent range
-    "smt-distinguish-fdrda", "smt-distinguish-cons-impossible",
+    # smt: constraints given as a configuration, an impossible exponent range
+    "smt-distinguish-config-is-cons", "smt-distinguish-cons-impossible",
     # unicode: a full-width digit, non-ASCII file names (valid)
     "unicode-eval-fullwidth", "unicode-path-names",
 )

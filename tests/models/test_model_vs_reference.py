@@ -75,10 +75,52 @@ CONFIGS = [
       final_rounding="rne"),
     C("bfloat16", 4, algorithm="sfma", nfma=1, c_format="bfloat16", out_format="bfloat16",
       final_rounding="ro"),
-    # AMD CDNA2 group pairwise sums
+    # AMD CDNA2 group pairwise sums (flushing), CDNA1 (no flushing)
+    C("binary16", 8, algorithm="gps", nfma=4, flush=FLUSH_STAGES),
+    C("bfloat16", 8, algorithm="gps", nfma=8, flush=FLUSH_STAGES),
+    C("binary32", 4, algorithm="gps", nfma=2, flush=FLUSH_STAGES),
     C("binary16", 8, algorithm="gps", nfma=4),
-    C("bfloat16", 8, algorithm="gps", nfma=8),
-    C("binary32", 4, algorithm="gps", nfma=2),
+    # zero_sign 'positive' on every fused algorithm and engine, with the flushes and
+    # roundings that make a non-zero sum a zero
+    C("binary16", 16, neab=2, zero_sign="positive"),                      # float64
+    C("binary16", 8, c_format="binary16", out_format="binary16", final_rounding="rne",
+      flush=("output",), zero_sign="positive"),
+    C("e5m2", 16, interleave="pairs", nfma=8, neab=2, c_placement="late",
+      c_format="binary16", out_format="binary16", final_rounding="rne", zero_sign="positive"),
+    C("tf32", 8, neab=30, final_rounding="rd", zero_sign="positive"),     # int64
+    C("binary16", 8, neab=40, flush=("sums", "output"), zero_sign="positive"),  # object
+    C("bfloat16", 8, algorithm="fdrda", nfma=4, neab=1, final_rounding="rne",
+      product_overflow=True, zero_sign="positive"),
+    C("e4m3fnuz", 16, algorithm="fdrda", nfma=8, interleave="even_odd", neab=1,
+      final_rounding="rd", zero_sign="positive"),
+    # NaN payload propagation (Hopper DMMA) in three formats
+    C("binary64", 4, algorithm="sfma", nfma=1, c_format="binary64", out_format="binary64",
+      final_rounding="rne", nan="propagate"),
+    C("binary32", 4, algorithm="sfma", nfma=1, final_rounding="rz", nan="propagate"),
+    C("binary16", 4, algorithm="sfma", nfma=1, c_format="binary16", out_format="binary16",
+      final_rounding="rne", nan="propagate", flush=("output",)),
+    # a and b in different formats, on every algorithm and engine
+    C("e4m3", 32, b_format="e5m2", nfma=32, neab=-10, out_frac_bits=13),  # float64
+    C("e5m2", 32, b_format="e4m3", interleave="pairs", nfma=16, neab=2, c_placement="late"),
+    C("binary16", 16, b_format="bfloat16", neab=2, zero_sign="positive"),
+    C("tf32", 8, b_format="binary16", nfma=4, neab=30),                  # int64
+    C("e2m1", 16, b_format="e3m2", neab=40),                              # object
+    C("e5m2fnuz", 16, b_format="e4m3fnuz", algorithm="fdrda", nfma=16, neab=1,
+      interleave="even_odd", final_rounding="rne", product_overflow=True),
+    C("binary16", 4, b_format="bfloat16", algorithm="sfma", nfma=1, final_rounding="rne"),
+    C("bfloat16", 8, b_format="binary16", algorithm="gps", nfma=4, flush=FLUSH_STAGES),
+    # block scaling: MXFP8/6/4 (UE8M0, block 32) on fused blocks, NVFP4 GDFS (UE4M3, 16)
+    C("e4m3", 32, neab=2, scale_format="ue8m0", scale_block=32, zero_sign="positive"),
+    C("e2m1", 32, b_format="e5m2", nfma=16, neab=2, scale_format="ue8m0", scale_block=16,
+      final_rounding="rne", flush=("output",)),
+    C("e3m2", 32, b_format="e2m3", neab=2, scale_format="ue4m3", scale_block=8,
+      product_normalisation="normalised", align_rounding="rne"),
+    C("e2m1", 64, algorithm="gdfs", nfma=16, neab=12, scale_format="ue4m3", scale_block=16,
+      zero_sign="positive"),
+    C("e2m1", 64, algorithm="gdfs", nfma=16, neab=12, scale_format="ue8m0", scale_block=32),
+    C("e3m2", 32, b_format="e2m3", algorithm="gdfs", nfma=8, neab=4, scale_format="ue8m0",
+      scale_block=16, final_rounding="rne", align_rounding="rd", carry_bits=2,
+      flush=("inputs", "output")),
 ]
 
 
@@ -102,13 +144,24 @@ def test_config_list_covers_every_field_value():
             for f in ("algorithm", "product_normalisation", "align_rounding", "c_placement",
                       "interleave", "final_rounding", "late_rounding", "nan",
                       "product_overflow", "in_format", "out_format")}
-    assert seen["algorithm"] == {"fused", "fdrda", "sfma", "gps"}
+    assert seen["algorithm"] == {"fused", "fdrda", "sfma", "gps", "gdfs"}
     assert seen["align_rounding"] == set(ALIGN_ROUNDINGS)
     assert seen["final_rounding"] == set(ROUNDING_MODES)
     assert seen["interleave"] == {"none", "pairs", "even_odd"}
     assert seen["c_placement"] == {"early", "late"}
     assert seen["product_normalisation"] == {"denormalised", "normalised"}
-    assert seen["nan"] == {"canonical", "ieee"} and seen["product_overflow"] == {True, False}
+    assert seen["nan"] == {"canonical", "ieee", "propagate"}
+    assert seen["product_overflow"] == {True, False}
+    assert {cfg.zero_sign for cfg in CONFIGS} == {"ieee", "positive"}
+    assert {cfg.scale_format for cfg in CONFIGS} == {None, "ue8m0", "ue4m3"}
+    assert {(cfg.algorithm, cfg.zero_sign) for cfg in CONFIGS} >= {
+        ("fused", "positive"), ("fdrda", "positive"), ("gdfs", "positive")}
+    assert {cfg.algorithm for cfg in CONFIGS if cfg.b_format} == {
+        "fused", "fdrda", "sfma", "gps", "gdfs"}
+    for flag in ("positive", "mixed"):
+        engines = {accumulator.engine_name(cfg) for cfg in CONFIGS
+                   if (cfg.zero_sign == "positive" if flag == "positive" else cfg.b_format)}
+        assert engines == {"float64", "int64", "object"}, flag
     assert set(SMALL_INPUTS) <= seen["in_format"]
     assert seen["out_format"] == {"binary32", "binary16", "bfloat16", "binary64"}
     assert {s for cfg in CONFIGS for s in cfg.flush} == set(FLUSH_STAGES)
@@ -143,18 +196,39 @@ def test_float_engine_matches_integer_engine(cfg):
 
 @st.composite
 def configs(draw):
-    algorithm = draw(st.sampled_from(["fused", "fused", "fused", "fdrda", "sfma", "gps"]))
+    algorithm = draw(st.sampled_from(["fused", "fused", "fused", "fdrda", "sfma", "gps",
+                                      "gdfs"]))
     if algorithm == "sfma":
         fin = draw(st.sampled_from(SMALL_INPUTS + ("binary32", "binary64")))
         fout = draw(st.sampled_from(["binary32", "binary16", "bfloat16", "binary64"]))
+        if draw(st.booleans()) and get_format(fin).kind == "ieee" and fin != "tf32":
+            # payload propagation: one IEEE format throughout
+            return C(fin, draw(st.integers(1, 6)), algorithm="sfma", nfma=1, c_format=fin,
+                     out_format=fin, nan="propagate",
+                     final_rounding=draw(st.sampled_from(ROUNDING_MODES)))
         return C(fin, draw(st.integers(1, 6)), algorithm="sfma", nfma=1,
+                 b_format=draw(st.sampled_from([None, "binary16", "e5m2"])),
                  c_format=draw(st.sampled_from([fout, "binary32"])), out_format=fout,
                  final_rounding=draw(st.sampled_from(ROUNDING_MODES)),
                  flush=draw(st.sampled_from([(), ("output",)])))
     fin = draw(st.sampled_from(SMALL_INPUTS))
+    fb = draw(st.sampled_from([None, None, *SMALL_INPUTS]))
     if algorithm == "gps":
         g = draw(st.sampled_from([1, 2, 4]))
-        return C(fin, g * draw(st.integers(1, 3)), algorithm="gps", nfma=g)
+        return C(fin, g * draw(st.integers(1, 3)), algorithm="gps", nfma=g, b_format=fb,
+                 flush=draw(st.sampled_from([(), FLUSH_STAGES])))
+    scale = draw(st.sampled_from([None, None, "ue8m0", "ue4m3"]))
+    if algorithm == "gdfs":
+        g = draw(st.sampled_from([1, 2, 4, 8]))
+        block = g * draw(st.sampled_from([1, 2]))
+        return C(fin, block * draw(st.integers(1, 3)), algorithm="gdfs", nfma=g, b_format=fb,
+                 neab=draw(st.sampled_from([-10, 0, 2, 12, 30])),
+                 scale_format=scale or "ue8m0", scale_block=block,
+                 align_rounding=draw(st.sampled_from(ALIGN_ROUNDINGS)),
+                 carry_bits=draw(st.sampled_from([None, None, 0, 2])),
+                 final_rounding=draw(st.sampled_from(ROUNDING_MODES)),
+                 flush=tuple(draw(st.sets(st.sampled_from(("inputs", "output"))))),
+                 zero_sign=draw(st.sampled_from(["ieee", "positive"])))
     interleave = "none"
     if algorithm == "fused":
         interleave = draw(st.sampled_from(["none", "none", "pairs"]))
@@ -174,8 +248,15 @@ def configs(draw):
         fout = draw(st.sampled_from(["binary32", "binary32", "binary16", "bfloat16",
                                      "binary64"]))
         fc = draw(st.sampled_from([fout, "binary32"]))
+    else:
+        scale = None
+    block = None
+    if scale:
+        block = draw(st.sampled_from([b for b in range(1, k + 1) if k % b == 0]))
     out_t = get_format(fout).t
-    return C(fin, k, algorithm=algorithm, nfma=nfma, interleave=interleave,
+    return C(fin, k, algorithm=algorithm, nfma=nfma, interleave=interleave, b_format=fb,
+             scale_format=scale, scale_block=block,
+             zero_sign=draw(st.sampled_from(["ieee", "positive"])),
              c_format=fc, out_format=fout,
              neab=draw(st.sampled_from([-23, -10, -3, 0, 1, 2, 3, 8, 20, 30, 40])),
              product_normalisation=draw(st.sampled_from(["denormalised", "normalised"])),
@@ -199,15 +280,16 @@ def test_hypothesis_configs(cfg, seed, kind):
 
 @st.composite
 def rows_for(draw, cfg):
-    fin, fc = get_format(cfg.in_format), get_format(cfg.c_format)
+    fin, fb, fc = get_format(cfg.in_format), get_format(cfg.b_fmt), get_format(cfg.c_format)
     a = draw(st.lists(st.integers(0, (1 << fin.bits) - 1), min_size=cfg.k, max_size=cfg.k))
-    b = draw(st.lists(st.integers(0, (1 << fin.bits) - 1), min_size=cfg.k, max_size=cfg.k))
+    b = draw(st.lists(st.integers(0, (1 << fb.bits) - 1), min_size=cfg.k, max_size=cfg.k))
     c = draw(st.integers(0, (1 << fc.bits) - 1))
-    return ([x << fin.pad for x in a], [x << fin.pad for x in b], c << fc.pad)
+    return ([x << fin.pad for x in a], [x << fb.pad for x in b], c << fc.pad)
 
 
 HYPO_ROW_CONFIGS = [CONFIGS[0], CONFIGS[6], CONFIGS[10], CONFIGS[19], CONFIGS[27],
-                    CONFIGS[29], CONFIGS[33]]
+                    CONFIGS[29], CONFIGS[33]] + [c for c in CONFIGS if c.nan == "propagate"
+                                                 or c.zero_sign == "positive"][:4]
 
 
 @pytest.mark.parametrize("cfg", HYPO_ROW_CONFIGS, ids=_ids(HYPO_ROW_CONFIGS))
@@ -302,7 +384,10 @@ ADVERSARIAL_CONFIGS = [
     C("binary16", 8, algorithm="fdrda", neab=8, carry_bits=3, nan="ieee"),
     C("binary16", 8, algorithm="fdrda", interleave="even_odd", neab=8, final_rounding="ro"),
     C("binary16", 8, algorithm="sfma", nfma=1, final_rounding="rd"),
+    C("binary16", 8, algorithm="gps", nfma=4, flush=FLUSH_STAGES),
     C("binary16", 8, algorithm="gps", nfma=4),
+    C("binary16", 8, nfma=8, neab=2, zero_sign="positive", final_rounding="rd"),
+    C("binary16", 8, algorithm="fdrda", neab=1, product_overflow=True, zero_sign="positive"),
     C("binary16", 8, nfma=4, neab=30, final_rounding="ro"),
     C("binary16", 8, nfma=8, neab=40, carry_bits=16),
 ]
@@ -374,6 +459,9 @@ SLOW_E2M1 = [
       product_normalisation="normalised", out_frac_bits=1),
     C("e2m1", 2, algorithm="fdrda", interleave="even_odd", neab=-20),
     C("e2m1", 2, algorithm="gps", nfma=2),
+    C("e2m1", 2, algorithm="gps", nfma=2, flush=FLUSH_STAGES),
+    C("e2m1", 2, neab=-20, zero_sign="positive", final_rounding="rne"),
+    C("e2m1", 2, b_format="e3m2", algorithm="fdrda", neab=-20, zero_sign="positive"),
     C("e2m1", 2, algorithm="sfma", nfma=1, out_format="binary16", c_format="binary16",
       final_rounding="rna"),
 ]

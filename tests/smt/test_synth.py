@@ -107,7 +107,7 @@ def test_robust_probe_respects_constraints() -> None:
             assert x & 0x7FFF == 0 or (e != 0 and -8 <= e - 15 <= 8)
 
 
-def test_cli_distinguish_exit_codes() -> None:
+def test_cli_distinguish_exit_codes(tmp_path) -> None:
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "mmaprobe.vectors.cli", "distinguish",
                                *args], capture_output=True, text=True)
@@ -116,7 +116,17 @@ def test_cli_distinguish_exit_codes() -> None:
     assert run("--preset", "h100-fp16-fp32", "--preset", "nope").returncode == 2
     r = run("--preset", "h100-fp16-fp32", "--preset", "b200-fp16-fp32")
     assert r.returncode == 0 and "equivalent" in r.stdout
+    # the solver runs out of time; the model search that follows finds a vector and says so
     r = run("--preset", "v100-fp16-fp32", "--preset", "t4-fp16-fp32-884", "--timeout", "0.01")
+    assert r.returncode == 0 and "Traceback" not in r.stderr
+    assert r.stdout.startswith("distinct (model search") and "solver" in r.stdout
+    # two configurations that compute the same function (a late c hides the zero-sign rule
+    # of the blocks): no proof in time, no vector from the model search: exit 1, reported
+    # on both streams (exit 1 never comes without a message)
+    cfg = tmp_path / "ieee.yaml"
+    cfg.write_text("{in_format: e4m3, k: 32, nfma: 16, neab: 2, interleave: pairs, "
+                   "c_placement: late, late_rounding: rne, zero_sign: ieee}\n")
+    r = run("--preset", "h100-e4m3-fp32-mma", "--config", str(cfg), "--timeout", "0.01")
     assert r.returncode == 1 and "Traceback" not in r.stderr
-    # a timeout is reported on both streams: exit 1 never comes without a message
     assert r.stdout.startswith("unknown:") and "timeout" in r.stderr
+    assert "model search" in r.stdout

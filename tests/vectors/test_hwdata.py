@@ -1,12 +1,17 @@
-"""Bit-exact against every recorded GPU row in ../shared/hwdata (skipped when absent)."""
+"""Bit-exact against every recorded GPU row in ../shared/hwdata (skipped when absent): the
+MATLAB-tensor-core datasets and the per-instruction H100 recording (H100-ptx)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from mmaprobe.models import evaluate
+from mmaprobe.models.presets import get_preset
 from mmaprobe.vectors.cli import main
+from mmaprobe.vectors.rowsfile import read_rows
 from mmaprobe.vectors.validate import validate
 
 EXPECTED = {  # (gpu, in_format, out_format) -> preset the dataset's instruction maps to
@@ -27,10 +32,52 @@ EXPECTED = {  # (gpu, in_format, out_format) -> preset the dataset's instruction
 }
 
 
+#: H100-ptx file -> the preset of its instruction (measured on an H100: mma.sync and wgmma of
+#: the same formats and K share one function except fp8, whose mma.sync is interleaved)
+EXPECTED_PTX = {
+    "dmma_f64_k4": "h100-fp64-fp64",
+    "mma_bf16_f32_k16": "h100-bf16-fp32",
+    "mma_bf16_f32_k8": "h100-bf16-fp32-k8",
+    "mma_e4m3_f16_k32": "h100-e4m3-fp16-mma",
+    "mma_e4m3_f32_k16": "h100-e4m3-fp32-mma-k16",
+    "mma_e4m3_f32_k32": "h100-e4m3-fp32-mma",
+    "mma_e4m3e5m2_f32_k32": "h100-e4m3xe5m2-fp32-mma",
+    "mma_e5m2_f16_k32": "h100-e5m2-fp16-mma",
+    "mma_e5m2_f32_k16": "h100-e5m2-fp32-mma-k16",
+    "mma_e5m2_f32_k32": "h100-e5m2-fp32-mma",
+    "mma_e5m2e4m3_f32_k32": "h100-e5m2xe4m3-fp32-mma",
+    "mma_f16_f16_k16": "h100-fp16-fp16",
+    "mma_f16_f16_k8": "h100-fp16-fp16-k8",
+    "mma_f16_f32_k16": "h100-fp16-fp32",
+    "mma_f16_f32_k8": "h100-fp16-fp32-k8",
+    "mma_tf32_f32_k4": "h100-tf32-fp32",
+    "mma_tf32_f32_k8": "h100-tf32-fp32-k8",
+    "wgmma_bf16_f32_k16": "h100-bf16-fp32",
+    "wgmma_e4m3_f16_k32": "h100-e4m3-fp16",
+    "wgmma_e4m3_f32_k32": "h100-e4m3-fp32",
+    "wgmma_e4m3e5m2_f32_k32": "h100-e4m3xe5m2-fp32",
+    "wgmma_e5m2_f16_k32": "h100-e5m2-fp16",
+    "wgmma_e5m2_f32_k32": "h100-e5m2-fp32",
+    "wgmma_f16_f16_k16": "h100-fp16-fp16",
+    "wgmma_f16_f32_k16": "h100-fp16-fp32",
+    "wgmma_tf32_f32_k8": "h100-tf32-fp32-k8",
+}
+
+
 @pytest.fixture(scope="module")
-def results(request):
+def all_results(request):
     hw = request.getfixturevalue("hwdata")
-    return {(r.gpu, r.in_format, r.out_format): r for r in validate(hw)}
+    return validate(hw)
+
+
+@pytest.fixture(scope="module")
+def results(all_results):
+    return {(r.gpu, r.in_format, r.out_format): r for r in all_results if not r.instruction}
+
+
+@pytest.fixture(scope="module")
+def ptx_results(all_results):
+    return {Path(r.path).stem: r for r in all_results if r.instruction}
 
 
 @pytest.mark.parametrize("combo", list(EXPECTED), ids=lambda c: "-".join(c))
@@ -79,3 +126,52 @@ def test_validate_bad_inputs(tmp_path, capsys):
     assert main(["validate", str(tmp_path)]) == 2
     assert "a_V100_fp16.txt:1" in capsys.readouterr().err
     assert main(["validate", str(tmp_path), "--gpu", "Z999"]) == 2
+
+
+@pytest.mark.parametrize("stem", list(EXPECTED_PTX))
+def test_every_h100_ptx_row_matches(ptx_results, stem):
+    """0 mismatches on every instruction of the H100 recording (NaN payloads and signs
+    included: the DMMA file compares bit for bit)."""
+    if stem not in ptx_results:
+        pytest.skip(f"{stem}.txt not in this copy of H100-ptx")
+    r = ptx_results[stem]
+    assert not r.error, r.error
+    assert r.preset == EXPECTED_PTX[stem]
+    assert r.rows >= 2000
+    assert r.mismatches == 0, r.first
+
+
+def test_every_ptx_file_is_expected(ptx_results):
+    assert set(ptx_results) <= set(EXPECTED_PTX), set(ptx_results) - set(EXPECTED_PTX)
+
+
+def test_h100_dmma_needs_nan_propagation(hwdata):
+    """The DMMA file decides nan: 'propagate' (the IEEE default NaN misses 3 721 rows)."""
+    path = hwdata / "H100-ptx" / "dmma_f64_k4.txt"
+    if not path.is_file():
+        pytest.skip("dmma_f64_k4.txt not in this copy of H100-ptx")
+    f = read_rows(path)
+    cfg = get_preset("h100-fp64-fp64").config
+    assert (evaluate(cfg, f.a, f.b, f.c) == f.d).all()
+    assert (evaluate(cfg.replace(nan="ieee"), f.a, f.b, f.c) != f.d).sum() > 3000
+
+
+def test_validate_reports_a_shape_without_preset_and_goes_on(tmp_path, capsys):
+    """A file whose instruction has no preset is a failing row, not an abort (exit 1)."""
+    d = tmp_path / "H100-ptx"
+    d.mkdir()
+    row = " ".join(["3c00"] * 16) + " 00000000 41000000\n"
+    (d / "ok.txt").write_text("# mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32\n"
+                              "# a: binary16 x8, b: binary16 x8, c: binary32, d: binary32\n"
+                              + row)
+    (d / "odd.txt").write_text("# mma.sync.aligned.m16n8k8.row.col.f32.f16.bf16.f32\n"
+                               "# a: binary16 x8, b: bfloat16 x8, c: binary32, d: binary32\n"
+                               + row)
+    rc = main(["validate", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "no preset for this shape" in out and "h100-fp16-fp32-k8" in out
+    assert "1 without a preset" in out
+    rc = main(["validate", str(tmp_path), "--json"])
+    res = json.loads(capsys.readouterr().out)
+    assert rc == 1 and [bool(r["error"]) for r in res] == [True, False]
