@@ -6,6 +6,7 @@ import argparse
 import fnmatch
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +163,7 @@ def cmd_authenticate(args: argparse.Namespace) -> int:
                          "wrong": r.wrong, "inconclusive": r.inconclusive,
                          "wrong_on": [c.describe() for c in r.wrong_configs[:50]],
                          "wrong_where": r.wrong_where(),
+                         "notes": r.probe.notes.strip(),
                          "counterexamples": r.counterexamples})
     if args.json:
         print(json.dumps({"suite": args.suite, "seconds": round(report.seconds, 3),
@@ -182,6 +184,10 @@ def cmd_authenticate(args: argparse.Namespace) -> int:
                     f"{k} in {{{', '.join(vals)}}}" for k, vals in v["wrong_where"].items()))
             elif v["wrong"]:
                 print("    wrong across every value the space varies")
+            if v["notes"] and v["verdict"] != "robust":
+                # the test's own account of what it assumes and reads (the suite file's notes)
+                print(textwrap.fill(" ".join(v["notes"].split()), width=100,
+                                    initial_indent="    note: ", subsequent_indent="      "))
         print(f"{report.configurations} configurations; wall time {report.seconds:.1f} s",
               file=sys.stdout)
     return 1 if any(v["verdict"] == "not robust" for v in verdicts) else 0

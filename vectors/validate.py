@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from mmaprobe.models.accumulator import evaluate
+from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.errors import InputError
 from mmaprobe.models.formats import get_format
 from mmaprobe.models.presets import Preset, list_presets, presets_for
@@ -70,15 +71,23 @@ def dataset_c(gpu: str, in_format: str, out_format: str, c32: np.ndarray,
 
 
 def validate(root: Path, gpus: list[str] | None = None, limit: int | None = None,
-             show: int = 3, progress: Callable[[str], None] | None = None) -> list[Result]:
+             show: int = 3, progress: Callable[[str], None] | None = None,
+             overrides: dict | None = None) -> list[Result]:
+    """Every recorded combination against its preset; ``overrides`` changes configuration
+    fields of every chosen preset (a claimed feature), which is then named
+    'NAME+field=value,...'."""
     results = []
     for gpu, folder, path in find_datasets(root, gpus):
         for out in output_files(path, gpu):
             ds = load_dataset(gpu, folder, path, out, limit)
             preset = choose_preset(gpu, ds.in_format, ds.out_format, ds.k)
-            cfg = preset.config
+            cfg, name = preset.config, preset.name
+            if overrides:
+                cfg = AccumulatorConfig.from_dict({**cfg.to_dict(), **overrides},
+                                                  f"--set on {preset.name}")
+                name += "+" + ",".join(f"{k}={v}" for k, v in overrides.items())
             if progress:
-                progress(f"{gpu}/{folder} -> {out}: {ds.rows} rows on {preset.name}")
+                progress(f"{gpu}/{folder} -> {out}: {ds.rows} rows on {name}")
             fin, fout = get_format(cfg.in_format), get_format(cfg.out_format)
             a = convert_exact(ds.a, BINARY32, fin, path / f"a_{gpu}_{folder}.txt")
             b = convert_exact(ds.b, BINARY32, fin, path / f"b_{gpu}_{folder}.txt")
@@ -100,6 +109,6 @@ def validate(root: Path, gpus: list[str] | None = None, limit: int | None = None
                               "b": [f"{int(x):08x}" for x in ds.b[i]],
                               "c": f"{int(ds.c[i]):08x}",
                               "model": f"{int(d32[i]):08x}", "hardware": f"{int(ds.d[i]):08x}"})
-            results.append(Result(gpu, ds.in_format, ds.out_format, preset.name, ds.k, ds.rows,
+            results.append(Result(gpu, ds.in_format, ds.out_format, name, ds.k, ds.rows,
                                   int(len(bad)), first, str(path)))
     return results

@@ -79,3 +79,20 @@ def test_validate_bad_inputs(tmp_path, capsys):
     assert main(["validate", str(tmp_path)]) == 2
     assert "a_V100_fp16.txt:1" in capsys.readouterr().err
     assert main(["validate", str(tmp_path), "--gpu", "Z999"]) == 2
+
+
+def test_validate_set_counts_rows_a_claim_contradicts(hwdata, capsys):
+    # Valpey et al. [Valpey25]: round-to-odd accumulation and 3 carry bits, on the V100 rows
+    rc = main(["validate", str(hwdata), "--gpu", "V100", "--set", "final_rounding=ro",
+               "--json"])
+    out = {o["out_format"]: o for o in json.loads(capsys.readouterr().out)}
+    assert rc == 1
+    assert out["binary32"]["preset"] == "v100-fp16-fp32+final_rounding=ro"
+    assert out["binary32"]["mismatches"] == 665
+    for bits, bad in ((1, 8), (2, 0), (3, 0)):
+        rc = main(["validate", str(hwdata), "--gpu", "V100", "--set", f"carry_bits={bits}",
+                   "--json"])
+        assert [o["mismatches"] for o in json.loads(capsys.readouterr().out)] == [bad, bad]
+    assert main(["validate", str(hwdata), "--gpu", "V100", "--set", "colour=3"]) == 2
+    assert "unknown field(s) colour" in capsys.readouterr().err
+    assert main(["validate", str(hwdata), "--gpu", "V100", "--set", "carry_bits"]) == 2
