@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from mmaprobe.models.errors import MmaprobeError
+from mmaprobe.models.config import AccumulatorConfig
+from mmaprobe.models.errors import MmaprobeError, SchemaError
 from mmaprobe.models.formats import Format, FormatError, get_format
+from mmaprobe.models.space import parse_space
 from mmaprobe.models.yamldoc import Doc
 
 from . import expr as ex
@@ -99,6 +101,10 @@ class Probe:
     may_be_inconclusive: bool
     notes: str = ""
     applies_when: Any = None  # parsed ``applies_when:`` expression, or None
+    #: ``verified_on:`` the configurations (a template space: fixed, vary, families,
+    #: exclude) a synthesised probe was verified on; it applies to no other
+    verified_on: Any = None
+    _verified: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def file(self) -> str:
@@ -143,6 +149,17 @@ class Probe:
             return bool(ex._truth(ex.evaluate(self.applies_when, env)))
         except ex.ExprError as e:
             raise self.doc.error(("applies_when",), str(e)) from None
+
+    def applies_to_config(self, cfg: AccumulatorConfig) -> bool:
+        """``verified_on:``: the configuration is one the probe was verified on."""
+        if self.verified_on is None:
+            return True
+        shape = (cfg.in_format, cfg.c_format, cfg.out_format, cfg.k)
+        configs = self._verified.get(shape)
+        if configs is None:
+            configs = self._verified[shape] = verified_configs(self.doc, self.verified_on,
+                                                               shape)
+        return cfg in configs
 
     def when_matches(self, truth: dict[str, Any]) -> bool:
         """``when:``, the true values of the required features are among those listed."""
@@ -286,6 +303,21 @@ def _entries(spec: Any) -> list[tuple[Any, Any]]:
     if isinstance(spec, dict):
         return list(spec.items())
     return [(i, v) for i, v in enumerate(spec)]
+
+
+def verified_configs(doc: Doc, spec: dict[str, Any], shape: tuple) -> frozenset:
+    """The configurations of a ``verified_on:`` template space for one format/K shape
+    (errors name the probe file and the line of the field)."""
+    lines = {path[1:]: ln for path, ln in doc.lines.items()
+             if path[:1] == ("verified_on",)}
+    sub = Doc({"id": "verified-on", "template": True, **spec}, doc.file, lines)
+    try:
+        space = parse_space(sub, shape)
+    except SchemaError as e:
+        if "no valid configuration" in str(e):
+            return frozenset()
+        raise
+    return frozenset(space.configs)
 
 
 def base_env(fin: str, fc: str, fout: str, k: int) -> dict[str, Any]:

@@ -110,7 +110,9 @@ def _report_json(report: CheckReport) -> dict[str, Any]:
     return {"spaces": report.spaces, "configurations": report.configurations,
             "rows": report.rows, "model_calls": report.model_calls,
             "seconds": round(report.seconds, 3), "failed": report.failed,
-            "probes": [r.to_json() for r in report.results]}
+            "undecided": report.undecided,
+            "probes": [r.to_json() for r in report.results],
+            "coverage": [c.to_json() for c in report.coverage]}
 
 
 def _print_report(report: CheckReport) -> None:
@@ -127,9 +129,37 @@ def _print_report(report: CheckReport) -> None:
         if not r.probe.may_be_inconclusive:
             for ex in r.inconclusive_examples[:1]:
                 _print_example("inconclusive", ex)
+        for msg in r.errors[:2]:
+            print(f"    cannot instantiate: {msg}")
+    _print_coverage(report)
     print(f"{report.configurations} configurations, {report.rows} rows in "
           f"{report.model_calls} model calls; wall time {report.seconds:.1f} s")
-    print("FAILED" if report.failed else "all probes robust")
+    if report.failed:
+        print(f"FAILED ({report.undecided} undecided)" if report.undecided else "FAILED")
+    else:
+        print("all probes robust; every observable feature decided")
+
+
+def _print_coverage(report: CheckReport) -> None:
+    """Per feature: configurations where it is observable / decided; then each space and
+    feature left undecided somewhere (silence is a failure)."""
+    if not report.coverage:
+        return
+    totals: dict[str, list[int]] = {}
+    for c in report.coverage:
+        t = totals.setdefault(c.feature, [0, 0, 0])
+        t[0] += c.configurations
+        t[1] += c.observable
+        t[2] += c.decided
+    print(f"{'feature':24s} {'configs':>8s} {'observable':>10s} {'decided':>8s} "
+          f"{'undecided':>9s}")
+    for f, (n, obs, dec) in totals.items():
+        print(f"{f:24s} {n:8d} {obs:10d} {dec:8d} {obs - dec:9d}"
+              f"{'  FAIL' if obs > dec else ''}")
+    for c in report.coverage:
+        if c.undecided:
+            print(f"undecided: {c.feature} on {c.undecided} of {c.configurations} "
+                  f"configurations of space {c.space}, e.g. {'; '.join(c.examples[:2])}")
 
 
 def _print_example(kind: str, ex: dict[str, Any]) -> None:
