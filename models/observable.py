@@ -116,9 +116,30 @@ def _bounds(cfg: AccumulatorConfig) -> dict[str, Any]:
                 else e_prod)
     # smallest alignment exponent of a non-zero term: a subnormal product, c or block result
     e_low = min(2 * fin.emin, fc.emin if c_in_blocks else 2 * fin.emin, fout.emin)
+    # F at and above which alignment drops nothing: the largest distance from a block's
+    # alignment exponent (set by one term) down to the lowest bit of a term that can share
+    # the block with it.  Terms: products P, c (first block, early), the accumulator A (an
+    # earlier block's result, below the bound of the products and c before the last block).
+    early = cfg.algorithm == "fused" and cfg.c_placement == "early"
+    last = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
+    top = {"P": e_prod}
+    low = {"P": g_p}
+    own = {"P": 2 * fin.t + (cfg.product_normalisation == "normalised")}
+    if early:
+        top["C"], low["C"], own["C"] = fc.emax, g_c, fc.t
+    if cfg.k > last and cfg.algorithm == "fused":
+        acc_bound = (cfg.k - last) * pmax + (cmax if early else 0)
+        top["A"] = min(fout.emax, _flog2_int(acc_bound) + grid)
+        low["A"] = grid
+        own["A"] = min(fout.t, top["A"] - grid)
+    f_exact = max(own.values())
+    for x in top:
+        for y in low:
+            if {x, y} != {"C", "A"} and (x != y or x == "P"):
+                f_exact = max(f_exact, top[x] - low[y])
     return {"fin": fin, "fc": fc, "fout": fout, "grid": grid, "g_p": g_p,
             "e_top": e_top, "e_prod": e_prod, "e_sum": e_sum, "e_low": e_low,
-            "pmax": pmax, "total": total, "c_in_blocks": c_in_blocks}
+            "pmax": pmax, "total": total, "c_in_blocks": c_in_blocks, "f_exact": f_exact}
 
 
 def block_terms(cfg: AccumulatorConfig) -> int:
@@ -140,8 +161,8 @@ def alignment_exact(cfg: AccumulatorConfig, neab: int | None = None,
     if products_only:
         top, grid = b["e_prod"] + (cfg.product_normalisation != "normalised"), b["g_p"]
         # a normalised product may sit one exponent above e_a + e_b: cover both
-        return F >= top - grid
-    return F >= b["e_top"] + 1 - b["grid"]
+        return F >= max(top - grid, 2 * b["fin"].t + 1)
+    return F >= b["f_exact"]
 
 
 def carry_needed(cfg: AccumulatorConfig) -> int:
@@ -359,23 +380,36 @@ def _stage_observable(cfg: AccumulatorConfig, stage: str) -> bool:
     return small_c
 
 
+#: bits below the output's precision p a two-term block must keep for a sticky-bit alignment
+#: to round correctly: round-to-odd needs none beyond p - 1 (the sticky bit is its odd
+#: bit), the directed modes the bit at p, the nearest modes one more (the round bit).
+_CR_EXTRA = {"ro": -1, "rz": 0, "rd": 0, "ru": 0, "rne": 1, "rna": 1}
+
+
 def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
                              align: str | None = None) -> bool:
     """Whether every block of two terms (nfma 1: the accumulator and one product) is
     correctly rounded: truncation with a sticky bit, or round-down alignment under a
-    round-down final rounding, with F at least the output precision plus guard, round and
-    sticky positions and every term kept exactly when the two exponents are within 2."""
+    round-down final rounding, with F covering the output's precision (and its round bit
+    for the nearest modes), and every term kept exactly where the two can cancel (values
+    within a factor two: a product at most two binades below the alignment exponent, the
+    accumulator one)."""
     if cfg.algorithm != "fused" or cfg.nfma != 1 or cfg.interleave != "none":
         return False
     align = cfg.align_rounding if align is None else align
-    if not (align == "rz_sticky" or (align == "rd" and cfg.final_rounding == "rd")):
+    if align == "rz_sticky":
+        extra = _CR_EXTRA[cfg.final_rounding]
+        lost = 0   # one lost bit is exactly the sticky bit
+    elif align == "rd" and cfg.final_rounding == "rd":
+        extra, lost = 0, 1
+    else:
         return False
     if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
         return False
     fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
                      get_format(cfg.out_format))
     t_out = cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t
-    thr = max(t_out + 3, 2 + max(2 * fin.t, fc.t, fout.t))
+    thr = max(t_out + 1 + extra, 1 + lost + 2 * fin.t, lost + fc.t, lost + fout.t)
     return 23 + (cfg.neab if neab is None else neab) >= thr
 
 

@@ -140,6 +140,8 @@ class Coverage:
     observable: int = 0
     decided: int = 0
     examples: list[str] = field(default_factory=list)  # undecided configurations
+    #: algorithm -> [observable, decided]
+    by_algorithm: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def undecided(self) -> int:
@@ -311,8 +313,11 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
                 if not alts:
                     continue
                 c.observable += 1
+                ba = c.by_algorithm.setdefault(cfg.algorithm, [0, 0])
+                ba[0] += 1
                 if any(not any(o.holds(v) for v in alts) for o, _ in outcomes.get(f, ())):
                     c.decided += 1
+                    ba[1] += 1
                 elif len(c.examples) < MAX_COUNTEREXAMPLES:
                     c.examples.append(cfg.describe())
     errors = {}

@@ -140,12 +140,15 @@ class Probe:
 
     def applies_when_holds(self, fin: str, fc: str, fout: str, k: int,
                            decided: dict[str, int]) -> bool:
-        """``applies_when:``, a boolean over format constants and decided integer features."""
+        """``applies_when:``, a boolean over format constants, decided integer features and
+        the probe's ``let`` names."""
         if self.applies_when is None:
             return True
         env = base_env(fin, fc, fout, k)
         env.update({n: Fraction(v) for n, v in decided.items()})
         try:
+            for name, node in self.let:
+                env[name] = ex.evaluate(node, env)
             return bool(ex._truth(ex.evaluate(self.applies_when, env)))
         except ex.ExprError as e:
             raise self.doc.error(("applies_when",), str(e)) from None

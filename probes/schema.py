@@ -284,11 +284,11 @@ def _check_names(probe: Probe) -> None:
     known = base | decided | {"true", "false"}
     if probe.applies_if is not None:
         _names_ok(doc, probe.applies_if, base | {"true", "false"}, ("applies_if",))
-    if probe.applies_when is not None:
-        _names_ok(doc, probe.applies_when, known, ("applies_when",))
     for name, node in probe.let:
         _names_ok(doc, node, known, ("let", name))
         known = known | {name}
+    if probe.applies_when is not None:
+        _names_ok(doc, probe.applies_when, known, ("applies_when",))
     for v in probe.vectors:
         vk = known | ({v.sweep["var"]} if v.sweep else set())
         if v.sweep:
