@@ -269,8 +269,11 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
         out = []
         for v in INTERLEAVES:
             alt = None if v == cfg.interleave else _valid(cfg, interleave=v)
-            if alt is not None and not (blocks_exact(cfg) and blocks_exact(alt)):
-                out.append(v)
+            if alt is None or (blocks_exact(cfg) and blocks_exact(alt)):
+                continue
+            if {cfg.interleave, v} == {"none", "pairs"} and alt.block_order == cfg.block_order:
+                continue  # k = 4: the two interleaved groups are the two blocks
+            out.append(v)
         return tuple(out)
     if feature == "align_rounding":
         if alg not in ("fused", "fdrda") or alignment_exact(
@@ -391,17 +394,16 @@ def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
     """Whether every block of two terms (nfma 1: the accumulator and one product) is
     correctly rounded: truncation with a sticky bit, or round-down alignment under a
     round-down final rounding, with F covering the output's precision (and its round bit
-    for the nearest modes), and every term kept exactly where the two can cancel (values
-    within a factor two: a product at most two binades below the alignment exponent, the
-    accumulator one)."""
+    for the nearest modes), and every term kept exactly where the two can cancel
+    completely."""
     if cfg.algorithm != "fused" or cfg.nfma != 1 or cfg.interleave != "none":
         return False
     align = cfg.align_rounding if align is None else align
     if align == "rz_sticky":
         extra = _CR_EXTRA[cfg.final_rounding]
-        lost = 0   # one lost bit is exactly the sticky bit
+        lost = 1   # one lost bit is exactly the sticky bit
     elif align == "rd" and cfg.final_rounding == "rd":
-        extra, lost = 0, 1
+        extra, lost = 0, 0
     else:
         return False
     if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
@@ -409,7 +411,11 @@ def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
     fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
                      get_format(cfg.out_format))
     t_out = cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t
-    thr = max(t_out + 1 + extra, 1 + lost + 2 * fin.t, lost + fc.t, lost + fout.t)
+    # terms that can cancel the alignment exponent's term completely lie in its binade (c,
+    # an earlier result) or one below with a significand of at least 2 (a product): their
+    # lowest bits, t and 2t + 1 below it, must survive (a sticky bit stands in for one)
+    widths = [1 + 2 * fin.t, t_out] + ([fc.t] if cfg.c_placement == "early" else [])
+    thr = max(t_out + 1 + extra, max(widths) - lost)
     return 23 + (cfg.neab if neab is None else neab) >= thr
 
 

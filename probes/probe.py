@@ -226,7 +226,10 @@ class Probe:
                 positions = self._positions(pos_src, env, where, fmt_in.name, fout, k)
                 for pos in positions:
                     term = f"vector {vec.name}{f' ({tag})' if tag else ''} {side}[{pos}]"
-                    bits[pos] = self._value(val_src, env, fmt_in, term, where, fout)
+                    # 'pos': the position a value of a range is written at
+                    penv = env if len(positions) == 1 and not isinstance(pos_src, str) \
+                        else {**env, "pos": Fraction(pos)}
+                    bits[pos] = self._value(val_src, penv, fmt_in, term, where, fout)
             row[side] = bits
         c = self._value(vec.c, env, fmt_c, f"vector {vec.name}{f' ({tag})' if tag else ''} c",
                         vec.path + ("c",), fout) if vec.c is not None else fmt_c.zero_bits(0)

@@ -300,7 +300,9 @@ def _check_names(probe: Probe) -> None:
                     for part in pos.split("..", 1):
                         _names_ok(doc, ex.parse(part), vk, v.path + (side, pos))
                 if not _is_literal(val):
-                    _names_ok(doc, ex.parse(str(val)), vk, v.path + (side, pos))
+                    # a range's values may use 'pos', the position they are written at
+                    pk = vk | ({"pos"} if isinstance(pos, str) else set())
+                    _names_ok(doc, ex.parse(str(val)), pk, v.path + (side, pos))
         if v.c is not None and not _is_literal(v.c):
             _names_ok(doc, ex.parse(str(v.c)), vk, v.path + ("c",))
     obs = known | {v.name for v in probe.vectors if v.sweep is None}
