@@ -291,6 +291,8 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
                 (cfg.carry_bits is None or cfg.carry_bits >= max(carry_needed(cfg),
                                                                  carry_needed(alt))):
             return ()
+        if _correctly_rounded_pairs(cfg) and _correctly_rounded_pairs(alt):
+            return ()  # correctly rounded blocks do not depend on the alignment exponent
         return tuple(v for v in NORMALISATIONS if v != cfg.product_normalisation)
     if feature == "carry_bits":
         if alg not in ("fused", "fdrda"):
@@ -404,6 +406,10 @@ def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
         lost = 1   # one lost bit is exactly the sticky bit
     elif align == "rd" and cfg.final_rounding == "rd":
         extra, lost = 0, 0
+    elif align == "rd" and cfg.final_rounding == "rna":
+        # flooring S never moves L + S across a midpoint that is a multiple of the quantum
+        # (F > p): it lands on it at most, and a tie rounds away, as the exact sum does
+        extra, lost = 1, 0
     else:
         return False
     if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
