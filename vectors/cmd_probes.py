@@ -22,6 +22,9 @@ from mmaprobe.probes.library import (
 )
 from mmaprobe.probes.probe import Probe
 
+from .claims import claim_file, claim_suites, evaluate_claims, load_claims, print_verdicts
+from .cmd_models import default_hwdata
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("probes", help="list the probe library",
@@ -49,7 +52,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "a verdict per test, robust or wrong on which "
                                    "configurations.")
     a.add_argument("suite", metavar="SUITE",
-                   help="suite name (" + ", ".join(suite_names()) + ") or a YAML file")
+                   help="suite name (" + ", ".join(suite_names() + claim_suites())
+                        + ") or a YAML file")
+    a.add_argument("--data", metavar="DIR",
+                   help="recorded GPU outputs for a claims suite (default: ../shared/hwdata "
+                        "beside the checkout, or $MMAPROBE_HWDATA)")
     a.add_argument("--space", action="append", metavar="FILE",
                    help="candidate space YAML (repeatable; default: the shipped spaces)")
     a.add_argument("--json", action="store_true", help="machine-readable output")
@@ -174,6 +181,9 @@ def _print_example(kind: str, ex: dict[str, Any]) -> None:
 
 
 def cmd_authenticate(args: argparse.Namespace) -> int:
+    cfile = claim_file(args.suite)
+    if cfile is not None or str(args.suite).endswith(".claims.yaml"):
+        return _authenticate_claims(args, cfile or Path(args.suite))
     probes = suite_probes(args.suite)
     spaces = _spaces(args.space)
     report = run_check(probes, spaces, None if args.quiet else stderr_progress)
@@ -221,3 +231,16 @@ def cmd_authenticate(args: argparse.Namespace) -> int:
         print(f"{report.configurations} configurations; wall time {report.seconds:.1f} s",
               file=sys.stdout)
     return 1 if any(v["verdict"] == "not robust" for v in verdicts) else 0
+
+
+def _authenticate_claims(args: argparse.Namespace, path: Path) -> int:
+    """A paper's claims against recorded outputs (vectors/claims.py)."""
+    suite = load_claims(path)
+    root = Path(args.data) if args.data else default_hwdata()
+    verdicts = evaluate_claims(suite, root, None if args.quiet else stderr_progress)
+    if args.json:
+        print(json.dumps({"suite": suite.name, "source": suite.source, "data": str(root),
+                          "claims": verdicts}, indent=1))
+    else:
+        print_verdicts(suite, verdicts)
+    return 0
