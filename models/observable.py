@@ -254,15 +254,19 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
             return tuple(v for v in NEAB_VALUES if not _correctly_rounded_pairs(cfg, v))
         return tuple(v for v in NEAB_VALUES if v != cfg.neab)
     if feature == "nfma":
-        if alg == "sfma":
-            return ()
+        if alg == "sfma" or cfg.interleave == "pairs":
+            return ()  # nfma is 1, or k/2 (the two interleaved groups)
+        exact = blocks_exact(cfg)
         out = []
         for d in range(1, cfg.k + 1):
             if cfg.k % d or d == cfg.nfma:
                 continue
-            alt = _valid(cfg, nfma=d)
-            if alt is None or (blocks_exact(cfg) and blocks_exact(alt)):
-                continue
+            if (alg == "gps" and d & (d - 1)) or (cfg.interleave == "even_odd" and d % 2):
+                continue  # not a valid configuration (config.py)
+            if exact:
+                alt = _valid(cfg, nfma=d)
+                if alt is None or blocks_exact(alt):
+                    continue
             out.append(d)
         return tuple(out)
     if feature == "interleave":
@@ -318,9 +322,9 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
     if feature in _FLUSH_OF:
         stage = _FLUSH_OF[feature]
         now = "flush" if stage in cfg.flush else "keep"
-        flush = set(cfg.flush) ^ {stage}
-        alt = _valid(cfg, flush=tuple(flush))
-        if alt is None or alt == cfg or not _stage_observable(cfg, stage):
+        if alg == "gps" or (alg == "sfma" and stage != "output"):
+            return ()  # GPS flushes every stage; IEEE FMAs only may flush their output
+        if not _stage_observable(cfg, stage):
             return ()
         return ("keep" if now == "flush" else "flush",)
     if feature == "nan":

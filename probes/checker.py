@@ -203,8 +203,11 @@ def _batch(todo: list[tuple[Probe, Instance]]):
     maps: list[list[int]] = []
     for _, inst in todo:
         m = []
-        for r in range(len(inst.c)):
-            key = (tuple(inst.a[r]), tuple(inst.b[r]), inst.c[r])
+        keys = inst.__dict__.get("_row_keys")
+        if keys is None:
+            keys = inst.__dict__["_row_keys"] = [
+                (tuple(inst.a[r]), tuple(inst.b[r]), inst.c[r]) for r in range(len(inst.c))]
+        for r, key in enumerate(keys):
             j = index.get(key)
             if j is None:
                 j = index[key] = len(c_rows)
@@ -247,9 +250,9 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
     total_rows = calls = nconf = 0
     space_info = []
     cover: list[Coverage] = []
-    by_feature: dict[str, list[Probe]] = {}
-    for p in probes:
-        by_feature.setdefault(p.feature, []).append(p)
+    names_of = {p.id: tuple(sorted(set(p.requires) | set(p.when))) for p in probes}
+    all_names = sorted({n for ns in names_of.values() for n in ns})
+    key_cache: dict[tuple, Instance | None] = {}
     for si, space in enumerate(spaces):
         space_info.append({"id": space.id, "file": space.source,
                            "configurations": len(space.configs),
@@ -262,8 +265,17 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
                 progress(f"space {space.id} ({si + 1}/{len(spaces)}): configuration "
                          f"{ci}/{len(space.configs)}")
             todo: list[tuple[Probe, Instance]] = []
+            # a probe's instance depends only on the shape and the values of the features
+            # it requires (or restricts with when): memoise on those
+            shape = (cfg.in_format, cfg.c_format, cfg.out_format, cfg.k)
+            fv = {n: feature_value(cfg, n) for n in all_names}
             for p in probes:
-                inst = _instances(p, cfg, caches)
+                key = (p.id, shape, tuple(fv[n] for n in names_of[p.id]))
+                if key in key_cache and p.verified_on is None:
+                    inst = key_cache[key]
+                else:
+                    inst = _instances(p, cfg, caches)
+                    key_cache[key] = inst
                 if inst is None:
                     results[p.id].not_applicable += 1
                 else:

@@ -105,6 +105,8 @@ class Probe:
     #: exclude) a synthesised probe was verified on; it applies to no other
     verified_on: Any = None
     _verified: dict = field(default_factory=dict, repr=False, compare=False)
+    _names: dict = field(default_factory=dict, repr=False, compare=False)
+    _values: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def file(self) -> str:
@@ -276,8 +278,20 @@ class Probe:
                     raise InstantiationError(f"probe {self.id}, format {fmt.name}, {term}: "
                                              f"bit pattern {s} wider than {width} bits")
                 return bits
-        x = self._eval(str(src) if not isinstance(src, str) else src, env, where, fmt.name,
-                       fout)
+        text = str(src) if not isinstance(src, str) else src
+        # the same expression with the same values of its names gives the same value:
+        # memoised per probe (instances differ in a few bindings, sweeps in one variable)
+        names = self._names.get(text)
+        if names is None:
+            try:
+                names = self._names[text] = tuple(sorted(ex.names_in(ex.parse(text))))
+            except ex.ExprError:
+                names = ()
+        ckey = (text, fmt.name, tuple(env.get(n) for n in names))
+        hit = self._values.get(ckey)
+        if hit is not None:
+            return hit
+        x = self._eval(text, env, where, fmt.name, fout)
         if not isinstance(x, Fraction):
             raise InstantiationError(f"probe {self.id}, format {fmt.name}, {term}: expected a "
                                      f"number, got {x!r}")
@@ -286,6 +300,8 @@ class Probe:
             raise InstantiationError(f"probe {self.id} ({self.file}:{self.doc.line(where)}), "
                                      f"format {fmt.name}, {term}: {src!r} = {_show(x)} is not "
                                      f"representable in {fmt.name}")
+        if len(self._values) < 200000:
+            self._values[ckey] = bits
         return bits
 
 
