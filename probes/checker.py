@@ -28,6 +28,7 @@ from mmaprobe.models.observable import CHECKED_FEATURES, alternatives
 from mmaprobe.models.space import CandidateSpace
 
 from .decide import Outcome, decide
+from .gaps import Gap
 from .probe import Instance, InstantiationError, Probe
 
 MAX_COUNTEREXAMPLES = 3
@@ -139,18 +140,22 @@ class Coverage:
     configurations: int = 0
     observable: int = 0
     decided: int = 0
+    gaps: int = 0      # undecided, but covered by a known gap (probes/gaps.yaml)
     examples: list[str] = field(default_factory=list)  # undecided configurations
+    gap_reasons: dict[str, int] = field(default_factory=dict)
     #: algorithm -> [observable, decided]
     by_algorithm: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def undecided(self) -> int:
-        return self.observable - self.decided
+        """Observable and decided by no probe, outside every known gap: a failure."""
+        return self.observable - self.decided - self.gaps
 
     def to_json(self) -> dict[str, Any]:
         return {"space": self.space, "feature": self.feature,
                 "configurations": self.configurations, "observable": self.observable,
                 "decided": self.decided, "undecided": self.undecided,
+                "known_gaps": self.gaps, "gap_reasons": self.gap_reasons,
                 "undecided_examples": self.examples}
 
 
@@ -222,14 +227,16 @@ def _batch(todo: list[tuple[Probe, Instance]]):
 
 def run_check(probes: list[Probe], spaces: list[CandidateSpace],
               progress: Callable[[str], None] | None = None,
-              coverage: tuple[str, ...] | None = None) -> CheckReport:
+              coverage: tuple[str, ...] | None = None,
+              gaps: list[Gap] | None = None) -> CheckReport:
     """Run every applicable probe on every configuration of the spaces and compare each
     decision with the configuration's true feature value (robust: never wrong).
 
     ``coverage``: features that some applicable probe must decide on every configuration
     where they are observable (``models.observable``); default: those of
     ``CHECKED_FEATURES`` that the probes decide.  A configuration on which an observable
-    feature is left undecided fails the check ('undecided'), as a wrong decision does.
+    feature is left undecided fails the check ('undecided'), as a wrong decision does,
+    unless one of ``gaps`` (known gaps of the library, probes/gaps.yaml) covers it.
 
     >>> from mmaprobe.models.presets import get_preset
     >>> from mmaprobe.models.space import CandidateSpace
@@ -330,6 +337,11 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
                 if any(not any(o.holds(v) for v in alts) for o, _ in outcomes.get(f, ())):
                     c.decided += 1
                     ba[1] += 1
+                    continue
+                gap = next((g for g in gaps or () if g.covers(cfg, f)), None)
+                if gap is not None:
+                    c.gaps += 1
+                    c.gap_reasons[gap.why] = c.gap_reasons.get(gap.why, 0) + 1
                 elif len(c.examples) < MAX_COUNTEREXAMPLES:
                     c.examples.append(cfg.describe())
     errors = {}

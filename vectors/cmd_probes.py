@@ -13,6 +13,7 @@ from typing import Any
 from mmaprobe.models.errors import InputError
 from mmaprobe.models.space import default_spaces, load_spaces
 from mmaprobe.probes.checker import CheckReport, run_check, stderr_progress
+from mmaprobe.probes.gaps import load_gaps
 from mmaprobe.probes.library import (
     SUITES_DIR,
     library_files,
@@ -105,7 +106,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not probes:
         raise InputError(f"no probe matches {args.probes!r}")
     spaces = _spaces(args.space)
-    report = run_check(probes, spaces, None if args.quiet else stderr_progress)
+    # the library's known gaps (probes/gaps.yaml) apply to the library's own probes
+    gaps = load_gaps() if not args.probe_file else None
+    report = run_check(probes, spaces, None if args.quiet else stderr_progress, gaps=gaps)
     if args.json:
         print(json.dumps(_report_json(report), indent=1))
     else:
@@ -144,7 +147,10 @@ def _print_report(report: CheckReport) -> None:
     if report.failed:
         print(f"FAILED ({report.undecided} undecided)" if report.undecided else "FAILED")
     else:
-        print("all probes robust; every observable feature decided")
+        gaps = sum(c.gaps for c in report.coverage)
+        print("all probes robust; every observable feature decided"
+              + (f" or a known gap ({gaps} configuration-features, probes/gaps.yaml)"
+                 if gaps else ""))
 
 
 def _print_coverage(report: CheckReport) -> None:
@@ -154,15 +160,22 @@ def _print_coverage(report: CheckReport) -> None:
         return
     totals: dict[str, list[int]] = {}
     for c in report.coverage:
-        t = totals.setdefault(c.feature, [0, 0, 0])
+        t = totals.setdefault(c.feature, [0, 0, 0, 0])
         t[0] += c.configurations
         t[1] += c.observable
         t[2] += c.decided
+        t[3] += c.gaps
     print(f"{'feature':24s} {'configs':>8s} {'observable':>10s} {'decided':>8s} "
-          f"{'undecided':>9s}")
-    for f, (n, obs, dec) in totals.items():
-        print(f"{f:24s} {n:8d} {obs:10d} {dec:8d} {obs - dec:9d}"
-              f"{'  FAIL' if obs > dec else ''}")
+          f"{'known gap':>9s} {'undecided':>9s}")
+    for f, (n, obs, dec, gap) in totals.items():
+        und = obs - dec - gap
+        print(f"{f:24s} {n:8d} {obs:10d} {dec:8d} {gap:9d} {und:9d}{'  FAIL' if und else ''}")
+    reasons: dict[tuple[str, str], int] = {}
+    for c in report.coverage:
+        for why, n in c.gap_reasons.items():
+            reasons[(c.feature, why)] = reasons.get((c.feature, why), 0) + n
+    for (f, why), n in reasons.items():
+        print(f"known gap: {f} on {n} configurations: {why}")
     for c in report.coverage:
         if c.undecided:
             print(f"undecided: {c.feature} on {c.undecided} of {c.configurations} "
