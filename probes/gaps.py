@@ -70,19 +70,21 @@ def load_gaps(path: Path | str = GAPS_FILE) -> list[Gap]:
         if not isinstance(where, dict) or set(where) - set(FEATURES):
             raise doc.error(p + ("where",), "expected a mapping feature -> value or list")
 
-        def fmts(key: str) -> tuple[str, ...] | None:
-            if key not in g:
-                return None
-            names = g[key] if isinstance(g[key], list) else [g[key]]
-            try:
-                return tuple(get_format(n).name for n in names)
-            except FormatError as e:
-                raise doc.error(p + (key,), str(e)) from None
         ks = g.get("k")
         out.append(Gap(tuple(feats),
                        tuple((n, tuple(v if isinstance(v, list) else [v]))
                              for n, v in where.items()),
-                       fmts("in"), fmts("out"),
+                       _formats(doc, p, g, "in"), _formats(doc, p, g, "out"),
                        None if ks is None else tuple(ks if isinstance(ks, list) else [ks]),
                        " ".join(str(g["why"]).split())))
     return out
+
+
+def _formats(doc, path: tuple, g: dict, key: str) -> tuple[str, ...] | None:
+    if key not in g:
+        return None
+    names = g[key] if isinstance(g[key], list) else [g[key]]
+    try:
+        return tuple(get_format(n).name for n in names)
+    except FormatError as e:
+        raise doc.error(path + (key,), str(e)) from None
