@@ -42,7 +42,7 @@ CDNA2's round-to-nearest GPS, the c placement of FDRDA, ...) have no alternative
 >>> from mmaprobe.models.config import AccumulatorConfig
 >>> late = AccumulatorConfig(in_format="e2m1", k=8, nfma=4, c_placement="late")
 >>> alternatives(late, "neab")[-1], alternatives(late, "nfma")   # fp4 sums are exact
-(-13, ())
+(-15, ())
 >>> alternatives(late, "final_rounding")                     # only the sign of x - x shows
 ('rd',)
 >>> alternatives(AccumulatorConfig(in_format="binary16", k=4), "carry_bits")
@@ -425,7 +425,10 @@ def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
     # an earlier result) or one below with a significand of at least 2 (a product): their
     # lowest bits, t and 2t + 1 below it, must survive (a sticky bit stands in for one)
     widths = [1 + 2 * fin.t, t_out] + ([fc.t] if cfg.c_placement == "early" else [])
-    thr = max(t_out + 1 + extra, max(widths) - lost)
+    # a product with a subnormal factor lies up to 2t binades below its exponent field, so
+    # its sum's rounding point is that much deeper below the alignment exponent
+    below = 0 if "inputs" in cfg.flush else 2 * fin.t
+    thr = max(t_out + 1 + extra + below, max(widths) - lost)
     return 23 + (cfg.neab if neab is None else neab) >= thr
 
 
