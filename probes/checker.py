@@ -353,5 +353,53 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
                        time.perf_counter() - start, cover)
 
 
+def run_check_parallel(probes: list[Probe], spaces: list[CandidateSpace], workers: int,
+                       progress: Callable[[str], None] | None = None,
+                       coverage: tuple[str, ...] | None = None,
+                       gaps: list[Gap] | None = None) -> CheckReport:
+    """run_check over groups of spaces in ``workers`` processes, merged into one report
+    (the same counts as one process; spaces keep their order)."""
+    if workers <= 1 or len(spaces) < 2:
+        return run_check(probes, spaces, progress, coverage, gaps)
+    import multiprocessing
+
+    start = time.perf_counter()
+    # balance by configurations x K (the model's work), largest first
+    order = sorted(range(len(spaces)), key=lambda i: -sum(c.k for c in spaces[i].configs))
+    groups: list[list[int]] = [[] for _ in range(workers)]
+    load = [0] * workers
+    for i in order:
+        w = load.index(min(load))
+        groups[w].append(i)
+        load[w] += sum(c.k for c in spaces[i].configs)
+    jobs = [(probes, [spaces[i] for i in sorted(g)], coverage, gaps) for g in groups if g]
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(len(jobs)) as pool:
+        parts = pool.map(_check_job, jobs)
+    by_id = {p.id: ProbeResult(p) for p in probes}
+    for rep in parts:
+        for r in rep.results:
+            m = by_id[r.probe.id]
+            for name in ("tried", "correct", "wrong", "inconclusive", "not_applicable"):
+                setattr(m, name, getattr(m, name) + getattr(r, name))
+            m.counterexamples = (m.counterexamples + r.counterexamples)[:MAX_COUNTEREXAMPLES]
+            m.inconclusive_examples = (m.inconclusive_examples
+                                       + r.inconclusive_examples)[:MAX_COUNTEREXAMPLES]
+            m.wrong_configs += r.wrong_configs
+            m.tried_configs += r.tried_configs
+            m.errors += [e for e in r.errors if e not in m.errors]
+    index = {s.id: i for i, s in enumerate(spaces)}
+    infos = sorted((x for rep in parts for x in rep.spaces), key=lambda x: index[x["id"]])
+    cover = sorted((c for rep in parts for c in rep.coverage), key=lambda c: index[c.space])
+    return CheckReport(list(by_id.values()), infos, sum(r.configurations for r in parts),
+                       sum(r.rows for r in parts), sum(r.model_calls for r in parts),
+                       time.perf_counter() - start, cover)
+
+
+def _check_job(job: tuple) -> CheckReport:
+    probes, spaces, coverage, gaps = job
+    return run_check(probes, spaces, None, coverage, gaps)
+
+
 def stderr_progress(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -12,7 +13,12 @@ from typing import Any
 
 from mmaprobe.models.errors import InputError
 from mmaprobe.models.space import default_spaces, load_spaces
-from mmaprobe.probes.checker import CheckReport, run_check, stderr_progress
+from mmaprobe.probes.checker import (
+    CheckReport,
+    run_check,
+    run_check_parallel,
+    stderr_progress,
+)
 from mmaprobe.probes.gaps import load_gaps
 from mmaprobe.probes.library import (
     SUITES_DIR,
@@ -46,6 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="probe YAML files (default: the library)")
     c.add_argument("--json", action="store_true", help="machine-readable output")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    c.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), metavar="N",
+                   help="processes to check the spaces in (default: 2 where there are two "
+                        "cores)")
     c.set_defaults(func=cmd_check)
 
     a = sub.add_parser("authenticate", help="authenticate a published test suite",
@@ -108,7 +117,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     spaces = _spaces(args.space)
     # the library's known gaps (probes/gaps.yaml) apply to the library's own probes
     gaps = load_gaps() if not args.probe_file else None
-    report = run_check(probes, spaces, None if args.quiet else stderr_progress, gaps=gaps)
+    if args.jobs < 1:
+        raise InputError(f"--jobs must be at least 1, got {args.jobs}")
+    report = run_check_parallel(probes, spaces, args.jobs,
+                                None if args.quiet else stderr_progress, gaps=gaps)
     if args.json:
         print(json.dumps(_report_json(report), indent=1))
     else:
