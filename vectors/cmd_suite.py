@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--random", type=int, default=64, help="ISSM random rows (normal + edge)")
     p.add_argument("--pool", type=int, default=1500, help="model-evaluated candidate rows")
-    p.add_argument("--smt-seconds", type=float, default=30.0,
+    p.add_argument("--smt-seconds", type=float, default=8.0,
                    help="total SMT solver time for discriminators (0: model search only)")
     p.add_argument("-o", "--output", required=True, help="suite JSON file to write")
     p.add_argument("--layout", choices=["json", "matlab-tc"], default="json",

@@ -24,7 +24,13 @@ import numpy as np
 
 from mmaprobe.models.features import expression_bindings, feature_value
 from mmaprobe.models.formats import get_format
-from mmaprobe.models.partition import classes, outputs_matrix, refine, split_fields
+from mmaprobe.models.partition import (
+    classes,
+    classes_of,
+    outputs_matrix,
+    refine,
+    split_fields,
+)
 from mmaprobe.models.rows import issm_rows, pool_rows
 from mmaprobe.models.space import CandidateSpace
 from mmaprobe.models.split_search import RowPool, SplitSearch
@@ -43,8 +49,8 @@ class SuiteOptions:
     random: int = 64
     pool: int = 1500
     max_discriminators: int = 200
-    smt_seconds: float = 30.0
-    smt_pair_seconds: float = 8.0
+    smt_seconds: float = 8.0
+    smt_pair_seconds: float = 4.0
     local_rows: int = 600
     local_searches: int = 40
     use_smt: bool = True
@@ -164,8 +170,7 @@ def discriminate(bld: _Builder, opts: SuiteOptions, rng: np.random.Generator,
     labels = np.zeros(len(cfgs), dtype=np.int64)
     if len(bld.ids):
         base = outputs_matrix(cfgs, a0, b0, c0, progress)
-        for j in range(base.shape[1]):
-            labels = refine(labels, base[:, j])
+        labels = classes_of(base)
     start_classes = int(labels.max()) + 1
     if progress:
         progress(f"suite: evaluating {len(cfgs)} configurations on a pool of {opts.pool} rows")
