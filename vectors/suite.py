@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -121,7 +122,8 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
             if not p.when_matches(truth):
                 continue
             bnd = expression_bindings(cfg, p.requires)
-            if bnd not in bindings:
+            if bnd not in bindings and p.applies_to_config(cfg) and p.applies_when_holds(
+                    sp.in_format, sp.c_format, sp.out_format, sp.k, bnd):
                 bindings.append(bnd)
         if not bindings:
             continue
@@ -133,7 +135,9 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
             try:
                 inst = p.instantiate(sp.in_format, sp.c_format, sp.out_format, sp.k, bnd)
             except InstantiationError as e:
-                notes.append(f"probe {p.id} skipped for {bnd}: {e}")
+                # no path of this machine in the suite: the probe file by name only
+                msg = str(e).replace(p.file, Path(p.file).name)
+                notes.append(f"probe {p.id} skipped for {bnd}: {msg}")
                 continue
             tag = "" if not bnd else "@" + ",".join(f"{n}={v}" for n, v in sorted(bnd.items()))
             names = {r: (n, None) for n, r in inst.rows.items()}
