@@ -143,7 +143,7 @@ class Coverage:
     gaps: int = 0      # undecided, but covered by a known gap (probes/gaps.yaml)
     examples: list[str] = field(default_factory=list)  # undecided configurations
     gap_reasons: dict[str, int] = field(default_factory=dict)
-    #: algorithm -> [observable, decided]
+    #: algorithm -> [observable, decided, known gap]
     by_algorithm: dict[str, list[int]] = field(default_factory=dict)
 
     @property
@@ -332,7 +332,7 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
                 if not alts:
                     continue
                 c.observable += 1
-                ba = c.by_algorithm.setdefault(cfg.algorithm, [0, 0])
+                ba = c.by_algorithm.setdefault(cfg.algorithm, [0, 0, 0])
                 ba[0] += 1
                 if any(not any(o.holds(v) for v in alts) for o, _ in outcomes.get(f, ())):
                     c.decided += 1
@@ -341,6 +341,7 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
                 gap = next((g for g in gaps or () if g.covers(cfg, f)), None)
                 if gap is not None:
                     c.gaps += 1
+                    ba[2] += 1
                     c.gap_reasons[gap.why] = c.gap_reasons.get(gap.why, 0) + 1
                 elif len(c.examples) < MAX_COUNTEREXAMPLES:
                     c.examples.append(cfg.describe())
