@@ -369,7 +369,24 @@ def _stage_observable(cfg: AccumulatorConfig, stage: str) -> bool:
     if stage == "products":
         # products below binary32's smallest normal are flushed ([XWYY25] FDRDA, GPS)
         small = fin.fmin if "inputs" in cfg.flush else fin.smin
-        return small * small < _B32.fmin
+        if small * small >= _B32.fmin:
+            return False
+        fout = get_format(cfg.out_format)
+        if (fout.smin > Fraction(1, 2 ** 100) and cfg.align_rounding in ("rz", "rne")
+                and cfg.final_rounding in ("rne", "rna", "rz")):
+            # K products below 2^-126 sum to less than half the output's smallest
+            # subnormal (binary16: 2^-24), and every other term lies more than F bits above
+            # them: truncated or rounded to nearest in the alignment they vanish, and a
+            # nearest or toward-zero final rounding does not see them either
+            return False
+        fc = get_format(cfg.c_format)
+        if (fout.smin > Fraction(1, 2 ** 100) and cfg.algorithm == "fused" and cfg.nfma == 1
+                and cfg.interleave == "none" and fc.t <= fout.t and fc.emin >= fout.emin
+                and cfg.final_rounding in ("rne", "rna")):
+            # two-term blocks: the tiny product meets an accumulator the output can hold,
+            # and that plus a tiny term is never a midpoint, whatever the alignment keeps
+            return False
+        return True
     if stage == "inputs":
         return True  # a subnormal input times a large one is a normal product
     chained = cfg.blocks > 1 or cfg.interleave == "pairs"
