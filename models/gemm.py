@@ -6,10 +6,12 @@ Two accumulation schemes:
     The unit accumulates A*B alone, starting from a zero accumulator, chained over K in
     steps of k (each step's output is the next step's c); alpha and beta are applied
     afterwards in binary32: D = fl(fl(alpha * AB) + fl(beta * C)).  This is how a
-    GEMM with a separate epilogue runs, and it is the scheme that reproduces all three
-    published values of the [FTTN24] Sec. V porting hazard (0 on V100 and A100, 191.875
-    on H100): the large product 2^20 fixes the alignment exponent of every later block,
-    so the small products survive only where the unit keeps enough fraction bits.
+    GEMM with a separate epilogue runs, and it is the scheme that reproduces the NVIDIA
+    values of the [FTTN24] Sec. V porting hazard (0 on V100 and A100, 191.875 on H100) and
+    its CPU value 0: the large product 2^20 fixes the alignment exponent of every later
+    block, so the small products survive only where the unit keeps enough fraction bits.
+    The CDNA2 fp16 presets (GPS, G=4) give 255.875 -- [FTTN24]'s MI100 value; its MI250X
+    value 0 comes only from one product per binary32 addition (G=1, e.g. mi250x-fp32-fp32).
 'c_first'
     beta*C (rounded to c_format) is the unit's initial accumulator and alpha is folded
     into A (alpha*A must be exact in the input format); D is the last unit output.

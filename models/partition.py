@@ -22,13 +22,35 @@ _MIX2 = np.uint64(0xBF58476D1CE4E5B9)
 
 def outputs_matrix(configs: Sequence[AccumulatorConfig], a: np.ndarray, b: np.ndarray,
                    c: np.ndarray, progress: Callable[[str], None] | None = None) -> np.ndarray:
-    """uint64 array (len(configs), N): output bits of each configuration on each row."""
+    """uint64 array (len(configs), N): output bits of each configuration on each row
+    (each distinct row is evaluated once)."""
+    a, b, c = np.asarray(a, np.uint64), np.asarray(b, np.uint64), np.asarray(c, np.uint64)
+    inv = None
+    if a.shape[0] > 1:
+        rows = np.concatenate([a, b, c.reshape(-1, 1)], axis=1)
+        uniq, first, inv = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+        if len(uniq) < a.shape[0]:
+            a, b, c = a[first], b[first], c[first]
+        else:
+            inv = None
     out = np.empty((len(configs), a.shape[0]), dtype=np.uint64)
     for i, cfg in enumerate(configs):
         if progress and i and i % 500 == 0:
             progress(f"evaluated {i}/{len(configs)} configurations on {a.shape[0]} rows")
         out[i] = evaluate(cfg, a, b, c)
-    return out
+    return out if inv is None else out[:, inv]
+
+
+def classes_of(outs: np.ndarray, labels: np.ndarray | None = None) -> np.ndarray:
+    """Class labels (0..m-1) of the configurations (rows of outs) by all their outputs at
+    once, refining ``labels`` when given: the same as refining column by column."""
+    if outs.shape[1] == 0:
+        return np.zeros(outs.shape[0], np.int64) if labels is None else labels
+    cols = outs if labels is None else np.concatenate(
+        [labels.astype(np.uint64).reshape(-1, 1), outs], axis=1)
+    _, inv = np.unique(cols, axis=0, return_inverse=True)
+    return inv.reshape(-1).astype(np.int64)
 
 
 def _keys(labels: np.ndarray, outs: np.ndarray) -> np.ndarray:

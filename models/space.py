@@ -79,6 +79,9 @@ class CandidateSpace:
     excluded: int = 0
     title: str = ""
     shapes: list[Shape] = field(default_factory=list)
+    #: the document's fixed/vary/families/exclude (a template without formats and K):
+    #: what a probe synthesised on this space declares as ``verified_on``
+    spec: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.shapes:
@@ -341,8 +344,9 @@ def parse_space(doc: Doc, shape: Shape | None = None,
     if not configs:
         raise doc.error((), f"space {d['id']}: no valid configuration ({rejected} "
                             f"combinations rejected, {excluded} excluded)")
+    spec = {key: d[key] for key in ("fixed", "vary", "families", "exclude") if key in d}
     return CandidateSpace(d["id"], f"{doc.file}:{doc.line(())}", configs, rejected, excluded,
-                          str(d.get("title", "")))
+                          str(d.get("title", "")), spec=spec)
 
 
 def parse_spaces(docs: list[Doc], shape: Shape | None = None) -> list[CandidateSpace]:

@@ -1,8 +1,12 @@
 """The robustness checker: run probes on every configuration of candidate spaces.
 
 For each configuration, the rows of every applicable probe instance are concatenated
-(duplicates removed) and evaluated by the model in one call; each probe's decision is then
-compared with the configuration's true feature value.
+(duplicates removed; the batch is cached for the next configuration with the same
+instances) and evaluated by the model in one call; each probe's decision is then compared
+with the configuration's true feature value.  Silence fails too: on every configuration,
+each checked feature that the configuration's outputs can reveal
+(:func:`mmaprobe.models.observable.alternatives`) must be decided by some applicable
+probe -- a decision that holds for the true value and for none of the others.
 """
 
 from __future__ import annotations
@@ -20,10 +24,12 @@ from mmaprobe.models.accumulator import evaluate
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.features import expression_bindings, feature_value
 from mmaprobe.models.formats import get_format
+from mmaprobe.models.observable import CHECKED_FEATURES, alternatives
 from mmaprobe.models.space import CandidateSpace
 
 from .decide import Outcome, decide
-from .probe import Instance, Probe
+from .gaps import Gap
+from .probe import Instance, InstantiationError, Probe
 
 MAX_COUNTEREXAMPLES = 3
 
@@ -40,6 +46,7 @@ class ProbeResult:
     inconclusive_examples: list[dict[str, Any]] = field(default_factory=list)
     wrong_configs: list[AccumulatorConfig] = field(default_factory=list)
     tried_configs: list[AccumulatorConfig] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # instantiations that failed
 
     def wrong_where(self) -> dict[str, list[str]]:
         """Fields whose values among the wrong configurations are a strict subset of the
@@ -56,7 +63,8 @@ class ProbeResult:
 
     @property
     def failed(self) -> bool:
-        return self.wrong > 0 or (self.inconclusive > 0 and not self.probe.may_be_inconclusive)
+        return (self.wrong > 0 or bool(self.errors)
+                or (self.inconclusive > 0 and not self.probe.may_be_inconclusive))
 
     def to_json(self) -> dict[str, Any]:
         p = self.probe
@@ -64,7 +72,8 @@ class ProbeResult:
                 "tried": self.tried, "correct": self.correct, "wrong": self.wrong,
                 "inconclusive": self.inconclusive, "not_applicable": self.not_applicable,
                 "counterexamples": self.counterexamples,
-                "inconclusive_examples": self.inconclusive_examples}
+                "inconclusive_examples": self.inconclusive_examples,
+                "instantiation_errors": self.errors[:MAX_COUNTEREXAMPLES]}
 
 
 @dataclass
@@ -75,10 +84,16 @@ class CheckReport:
     rows: int
     model_calls: int
     seconds: float
+    coverage: list[Coverage] = field(default_factory=list)
+
+    @property
+    def undecided(self) -> int:
+        """Configurations x features left undecided, over every space."""
+        return sum(c.undecided for c in self.coverage)
 
     @property
     def failed(self) -> bool:
-        return any(r.failed for r in self.results)
+        return any(r.failed for r in self.results) or self.undecided > 0
 
 
 def _example(cfg: AccumulatorConfig, inst: Instance, outputs: list[int], outcome: Outcome,
@@ -115,31 +130,142 @@ def _jsonable(v: Any) -> Any:
     return v
 
 
+@dataclass
+class Coverage:
+    """Per space and feature: configurations where the feature is observable, decided by
+    some applicable probe, or not observable at all (see models/observable.py)."""
+
+    space: str
+    feature: str
+    configurations: int = 0
+    observable: int = 0
+    decided: int = 0
+    gaps: int = 0      # undecided, but covered by a known gap (probes/gaps.yaml)
+    examples: list[str] = field(default_factory=list)  # undecided configurations
+    gap_reasons: dict[str, int] = field(default_factory=dict)
+    #: algorithm -> [observable, decided, known gap]
+    by_algorithm: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def undecided(self) -> int:
+        """Observable and decided by no probe, outside every known gap: a failure."""
+        return self.observable - self.decided - self.gaps
+
+    def to_json(self) -> dict[str, Any]:
+        return {"space": self.space, "feature": self.feature,
+                "configurations": self.configurations, "observable": self.observable,
+                "decided": self.decided, "undecided": self.undecided,
+                "known_gaps": self.gaps, "gap_reasons": self.gap_reasons,
+                "undecided_examples": self.examples}
+
+
+def _instances(p: Probe, cfg: AccumulatorConfig, caches: dict) -> Instance | None:
+    """The instance of p for cfg, or None when p does not apply (memoised)."""
+    fkey = (p.id, cfg.in_format, cfg.c_format, cfg.out_format, cfg.k)
+    fmt_cache, app_cache, inst_cache, errors = (caches["fmt"], caches["app"], caches["inst"],
+                                                caches["errors"])
+    ok = fmt_cache.get(fkey)
+    if ok is None:
+        ok = fmt_cache[fkey] = p.applies_to_formats(*fkey[1:])
+    if not ok:
+        return None
+    if p.requires or p.when:
+        names = caches["names"].get(p.id)
+        if names is None:
+            names = caches["names"][p.id] = tuple(sorted(set(p.requires) | set(p.when)))
+        truth = {n: feature_value(cfg, n) for n in names}
+        if not p.when_matches(truth):
+            return None
+    if not p.applies_to_config(cfg):
+        return None
+    decided = expression_bindings(cfg, p.requires)
+    ikey = fkey + (tuple(sorted(decided.items())),)
+    if ikey not in app_cache:
+        app_cache[ikey] = p.applies_when_holds(*fkey[1:], decided)
+    if not app_cache[ikey]:
+        return None
+    if ikey in errors:
+        return None
+    inst = inst_cache.get(ikey)
+    if inst is None:
+        try:
+            inst = p.instantiate(cfg.in_format, cfg.c_format, cfg.out_format, cfg.k, decided)
+        except InstantiationError as e:
+            # a probe that claims to apply but cannot build its vectors is a failure of
+            # the probe, reported as such (never a crash of the whole check)
+            errors[ikey] = str(e)
+            return None
+        inst_cache[ikey] = inst
+    return inst
+
+
+def _batch(todo: list[tuple[Probe, Instance]]):
+    """The rows of several instances, duplicates removed, and each instance's row map."""
+    index: dict[tuple, int] = {}
+    a_rows: list[list[int]] = []
+    b_rows: list[list[int]] = []
+    c_rows: list[int] = []
+    maps: list[list[int]] = []
+    for _, inst in todo:
+        m = []
+        keys = inst.__dict__.get("_row_keys")
+        if keys is None:
+            keys = inst.__dict__["_row_keys"] = [
+                (tuple(inst.a[r]), tuple(inst.b[r]), inst.c[r]) for r in range(len(inst.c))]
+        for r, key in enumerate(keys):
+            j = index.get(key)
+            if j is None:
+                j = index[key] = len(c_rows)
+                a_rows.append(inst.a[r])
+                b_rows.append(inst.b[r])
+                c_rows.append(inst.c[r])
+            m.append(j)
+        maps.append(m)
+    return (np.array(a_rows, dtype=np.uint64), np.array(b_rows, dtype=np.uint64),
+            np.array(c_rows, dtype=np.uint64), maps)
+
+
 def run_check(probes: list[Probe], spaces: list[CandidateSpace],
-              progress: Callable[[str], None] | None = None) -> CheckReport:
+              progress: Callable[[str], None] | None = None,
+              coverage: tuple[str, ...] | None = None,
+              gaps: list[Gap] | None = None) -> CheckReport:
     """Run every applicable probe on every configuration of the spaces and compare each
     decision with the configuration's true feature value (robust: never wrong).
+
+    ``coverage``: features that some applicable probe must decide on every configuration
+    where they are observable (``models.observable``); default: those of
+    ``CHECKED_FEATURES`` that the probes decide.  A configuration on which an observable
+    feature is left undecided fails the check ('undecided'), as a wrong decision does,
+    unless one of ``gaps`` (known gaps of the library, probes/gaps.yaml) covers it.
 
     >>> from mmaprobe.models.presets import get_preset
     >>> from mmaprobe.models.space import CandidateSpace
     >>> from mmaprobe.probes.library import library_files, load_probes
     >>> space = CandidateSpace("h100", "example", [get_preset("h100-fp16-fp32").config])
     >>> rep = run_check(load_probes(library_files()), [space])
-    >>> rep.failed, sum(r.correct for r in rep.results) > 10
-    (False, True)
+    >>> rep.failed, sum(r.correct for r in rep.results) > 10, rep.undecided
+    (False, True, 0)
     """
     start = time.perf_counter()
     results = {p.id: ProbeResult(p) for p in probes}
-    inst_cache: dict[tuple, Instance] = {}
-    fmt_cache: dict[tuple, bool] = {}
-    app_cache: dict[tuple, bool] = {}
+    if coverage is None:
+        have = {p.feature for p in probes}
+        coverage = tuple(f for f in CHECKED_FEATURES if f in have)
+    caches: dict[str, dict] = {"fmt": {}, "app": {}, "inst": {}, "errors": {}, "names": {}}
+    batch_cache: dict[tuple, Any] = {}
     dec_cache: dict[tuple, Outcome] = {}
     total_rows = calls = nconf = 0
     space_info = []
+    cover: list[Coverage] = []
+    names_of = {p.id: tuple(sorted(set(p.requires) | set(p.when))) for p in probes}
+    all_names = sorted({n for ns in names_of.values() for n in ns})
+    key_cache: dict[tuple, Instance | None] = {}
     for si, space in enumerate(spaces):
         space_info.append({"id": space.id, "file": space.source,
                            "configurations": len(space.configs),
                            "rejected": space.rejected, "excluded": space.excluded})
+        cov = {f: Coverage(space.id, f) for f in coverage}
+        cover.extend(cov.values())
         for ci, cfg in enumerate(space.configs):
             nconf += 1
             if progress and ci % 200 == 0:
@@ -152,79 +278,134 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
                 for p in probes:
                     results[p.id].not_applicable += 1
                 continue
+            # a probe's instance depends only on the shape and the values of the features
+            # it requires (or restricts with when): memoise on those
+            shape = (cfg.in_format, cfg.c_format, cfg.out_format, cfg.k)
+            fv = {n: feature_value(cfg, n) for n in all_names}
             for p in probes:
-                fkey = (p.id, cfg.in_format, cfg.c_format, cfg.out_format, cfg.k)
-                if fkey not in fmt_cache:
-                    fmt_cache[fkey] = p.applies_to_formats(*fkey[1:])
-                truth = {n: feature_value(cfg, n) for n in set(p.requires) | set(p.when)}
-                if not fmt_cache[fkey] or not p.when_matches(truth):
-                    results[p.id].not_applicable += 1
-                    continue
-                decided = expression_bindings(cfg, p.requires)
-                ikey = fkey + (tuple(sorted(decided.items())),)
-                if ikey not in app_cache:
-                    app_cache[ikey] = p.applies_when_holds(*fkey[1:], decided)
-                if not app_cache[ikey]:
-                    results[p.id].not_applicable += 1
-                    continue
-                inst = inst_cache.get(ikey)
-                if inst is None:
-                    inst = p.instantiate(cfg.in_format, cfg.c_format, cfg.out_format, cfg.k,
-                                         decided)
-                    inst_cache[ikey] = inst
-                todo.append((p, inst))
-            if not todo:
-                continue
-            index: dict[tuple, int] = {}
-            a_rows: list[list[int]] = []
-            b_rows: list[list[int]] = []
-            c_rows: list[int] = []
-            maps: list[list[int]] = []
-            for _, inst in todo:
-                m = []
-                for r in range(len(inst.c)):
-                    key = (tuple(inst.a[r]), tuple(inst.b[r]), inst.c[r])
-                    if key not in index:
-                        index[key] = len(c_rows)
-                        a_rows.append(inst.a[r])
-                        b_rows.append(inst.b[r])
-                        c_rows.append(inst.c[r])
-                    m.append(index[key])
-                maps.append(m)
-            out = evaluate(cfg, np.array(a_rows, dtype=np.uint64),
-                           np.array(b_rows, dtype=np.uint64),
-                           np.array(c_rows, dtype=np.uint64))
-            calls += 1
-            total_rows += len(c_rows)
-            out_list = [int(x) for x in out]
-            fout = get_format(cfg.out_format)
-            for (p, inst), m in zip(todo, maps):
-                outputs = [out_list[j] for j in m]
-                # a decision is a function of the instance and its outputs: memoise it
-                dkey = (id(inst), tuple(outputs))
-                outcome = dec_cache.get(dkey)
-                if outcome is None:
-                    outcome = decide(inst, outputs, fout)
-                    dec_cache[dkey] = outcome
-                truth = feature_value(cfg, p.feature)
-                res = results[p.id]
-                res.tried += 1
-                res.tried_configs.append(cfg)
-                ok = outcome.holds(truth)
-                if ok is None:
-                    res.inconclusive += 1
-                    if len(res.inconclusive_examples) < MAX_COUNTEREXAMPLES:
-                        res.inconclusive_examples.append(
-                            _example(cfg, inst, outputs, outcome, truth))
-                elif ok:
-                    res.correct += 1
+                key = (p.id, shape, tuple(fv[n] for n in names_of[p.id]))
+                if key in key_cache and p.verified_on is None:
+                    inst = key_cache[key]
                 else:
-                    res.wrong += 1
-                    res.wrong_configs.append(cfg)
-                    if len(res.counterexamples) < MAX_COUNTEREXAMPLES:
-                        res.counterexamples.append(_example(cfg, inst, outputs, outcome, truth))
+                    inst = _instances(p, cfg, caches)
+                    key_cache[key] = inst
+                if inst is None:
+                    results[p.id].not_applicable += 1
+                else:
+                    todo.append((p, inst))
+            outcomes: dict[str, list[tuple[Outcome, Any]]] = {}
+            if todo:
+                bkey = tuple(id(inst) for _, inst in todo)
+                batch = batch_cache.get(bkey)
+                if batch is None:
+                    batch = batch_cache[bkey] = _batch(todo)
+                a_arr, b_arr, c_arr, maps = batch
+                out = evaluate(cfg, a_arr, b_arr, c_arr)
+                calls += 1
+                total_rows += len(c_arr)
+                out_list = out.tolist()
+                fout = get_format(cfg.out_format)
+                for (p, inst), m in zip(todo, maps):
+                    outputs = [out_list[j] for j in m]
+                    # a decision is a function of the instance and its outputs: memoise it
+                    dkey = (id(inst), tuple(outputs))
+                    outcome = dec_cache.get(dkey)
+                    if outcome is None:
+                        outcome = decide(inst, outputs, fout)
+                        dec_cache[dkey] = outcome
+                    truth = feature_value(cfg, p.feature)
+                    res = results[p.id]
+                    res.tried += 1
+                    res.tried_configs.append(cfg)
+                    ok = outcome.holds(truth)
+                    if ok is None:
+                        res.inconclusive += 1
+                        if len(res.inconclusive_examples) < MAX_COUNTEREXAMPLES:
+                            res.inconclusive_examples.append(
+                                _example(cfg, inst, outputs, outcome, truth))
+                    elif ok:
+                        res.correct += 1
+                        outcomes.setdefault(p.feature, []).append((outcome, p.id))
+                    else:
+                        res.wrong += 1
+                        res.wrong_configs.append(cfg)
+                        if len(res.counterexamples) < MAX_COUNTEREXAMPLES:
+                            res.counterexamples.append(
+                                _example(cfg, inst, outputs, outcome, truth))
+            for f, c in cov.items():
+                c.configurations += 1
+                alts = alternatives(cfg, f)
+                if not alts:
+                    continue
+                c.observable += 1
+                ba = c.by_algorithm.setdefault(cfg.algorithm, [0, 0, 0])
+                ba[0] += 1
+                if any(not any(o.holds(v) for v in alts) for o, _ in outcomes.get(f, ())):
+                    c.decided += 1
+                    ba[1] += 1
+                    continue
+                gap = next((g for g in gaps or () if g.covers(cfg, f)), None)
+                if gap is not None:
+                    c.gaps += 1
+                    ba[2] += 1
+                    c.gap_reasons[gap.why] = c.gap_reasons.get(gap.why, 0) + 1
+                elif len(c.examples) < MAX_COUNTEREXAMPLES:
+                    c.examples.append(cfg.describe())
+    errors = {}
+    for ikey, msg in caches["errors"].items():
+        errors.setdefault(ikey[0], []).append(msg)
+    for pid, msgs in errors.items():
+        results[pid].errors = msgs
     return CheckReport(list(results.values()), space_info, nconf, total_rows, calls,
-                       time.perf_counter() - start)
+                       time.perf_counter() - start, cover)
+
+
+def run_check_parallel(probes: list[Probe], spaces: list[CandidateSpace], workers: int,
+                       progress: Callable[[str], None] | None = None,
+                       coverage: tuple[str, ...] | None = None,
+                       gaps: list[Gap] | None = None) -> CheckReport:
+    """run_check over groups of spaces in ``workers`` processes, merged into one report
+    (the same counts as one process; spaces keep their order)."""
+    if workers <= 1 or len(spaces) < 2:
+        return run_check(probes, spaces, progress, coverage, gaps)
+    import multiprocessing
+
+    start = time.perf_counter()
+    # balance by configurations x K (the model's work), largest first
+    order = sorted(range(len(spaces)), key=lambda i: -sum(c.k for c in spaces[i].configs))
+    groups: list[list[int]] = [[] for _ in range(workers)]
+    load = [0] * workers
+    for i in order:
+        w = load.index(min(load))
+        groups[w].append(i)
+        load[w] += sum(c.k for c in spaces[i].configs)
+    jobs = [(probes, [spaces[i] for i in sorted(g)], coverage, gaps) for g in groups if g]
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(len(jobs)) as pool:
+        parts = pool.map(_check_job, jobs)
+    by_id = {p.id: ProbeResult(p) for p in probes}
+    for rep in parts:
+        for r in rep.results:
+            m = by_id[r.probe.id]
+            for name in ("tried", "correct", "wrong", "inconclusive", "not_applicable"):
+                setattr(m, name, getattr(m, name) + getattr(r, name))
+            m.counterexamples = (m.counterexamples + r.counterexamples)[:MAX_COUNTEREXAMPLES]
+            m.inconclusive_examples = (m.inconclusive_examples
+                                       + r.inconclusive_examples)[:MAX_COUNTEREXAMPLES]
+            m.wrong_configs += r.wrong_configs
+            m.tried_configs += r.tried_configs
+            m.errors += [e for e in r.errors if e not in m.errors]
+    index = {s.id: i for i, s in enumerate(spaces)}
+    infos = sorted((x for rep in parts for x in rep.spaces), key=lambda x: index[x["id"]])
+    cover = sorted((c for rep in parts for c in rep.coverage), key=lambda c: index[c.space])
+    return CheckReport(list(by_id.values()), infos, sum(r.configurations for r in parts),
+                       sum(r.rows for r in parts), sum(r.model_calls for r in parts),
+                       time.perf_counter() - start, cover)
+
+
+def _check_job(job: tuple) -> CheckReport:
+    probes, spaces, coverage, gaps = job
+    return run_check(probes, spaces, None, coverage, gaps)
 
 
 def stderr_progress(msg: str) -> None:

@@ -22,6 +22,7 @@ Grammar (lowest precedence first)::
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -278,6 +279,15 @@ class _Parser:
 
 
 def parse(text: str) -> Node:
+    """The tree of an expression (memoised: probes re-evaluate the same texts for every
+    format, K and sweep index; a tree is an immutable tuple, errors are not cached)."""
+    if not isinstance(text, str):
+        return _Parser(text).parse()  # raises the tokenizer's clear error
+    return _parse_cached(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_cached(text: str) -> Node:
     return _Parser(text).parse()
 
 

@@ -17,8 +17,10 @@ from fractions import Fraction
 from typing import Any
 
 from mmaprobe.models import limits
-from mmaprobe.models.errors import MmaprobeError
+from mmaprobe.models.config import AccumulatorConfig
+from mmaprobe.models.errors import MmaprobeError, SchemaError
 from mmaprobe.models.formats import Format, FormatError, get_format
+from mmaprobe.models.space import parse_space
 from mmaprobe.models.yamldoc import Doc
 
 from . import expr as ex
@@ -100,6 +102,12 @@ class Probe:
     may_be_inconclusive: bool
     notes: str = ""
     applies_when: Any = None  # parsed ``applies_when:`` expression, or None
+    #: ``verified_on:`` the configurations (a template space: fixed, vary, families,
+    #: exclude) a synthesised probe was verified on; it applies to no other
+    verified_on: Any = None
+    _verified: dict = field(default_factory=dict, repr=False, compare=False)
+    _names: dict = field(default_factory=dict, repr=False, compare=False)
+    _values: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def file(self) -> str:
@@ -135,15 +143,29 @@ class Probe:
 
     def applies_when_holds(self, fin: str, fc: str, fout: str, k: int,
                            decided: dict[str, int]) -> bool:
-        """``applies_when:``, a boolean over format constants and decided integer features."""
+        """``applies_when:``, a boolean over format constants, decided integer features and
+        the probe's ``let`` names."""
         if self.applies_when is None:
             return True
         env = base_env(fin, fc, fout, k)
         env.update({n: Fraction(v) for n, v in decided.items()})
         try:
+            for name, node in self.let:
+                env[name] = ex.evaluate(node, env)
             return bool(ex._truth(ex.evaluate(self.applies_when, env)))
         except ex.ExprError as e:
             raise self.doc.error(("applies_when",), str(e)) from None
+
+    def applies_to_config(self, cfg: AccumulatorConfig) -> bool:
+        """``verified_on:``: the configuration is one the probe was verified on."""
+        if self.verified_on is None:
+            return True
+        shape = (cfg.in_format, cfg.c_format, cfg.out_format, cfg.k)
+        configs = self._verified.get(shape)
+        if configs is None:
+            configs = self._verified[shape] = verified_configs(self.doc, self.verified_on,
+                                                               shape)
+        return cfg in configs
 
     def when_matches(self, truth: dict[str, Any]) -> bool:
         """``when:``, the true values of the required features are among those listed."""
@@ -223,7 +245,10 @@ class Probe:
                 positions = self._positions(pos_src, env, where, fmt_in.name, fout, k)
                 for pos in positions:
                     term = f"vector {vec.name}{f' ({tag})' if tag else ''} {side}[{pos}]"
-                    bits[pos] = self._value(val_src, env, fmt_in, term, where, fout)
+                    # 'pos': the position a value of a range is written at
+                    penv = env if len(positions) == 1 and not isinstance(pos_src, str) \
+                        else {**env, "pos": Fraction(pos)}
+                    bits[pos] = self._value(val_src, penv, fmt_in, term, where, fout)
             row[side] = bits
         c = self._value(vec.c, env, fmt_c, f"vector {vec.name}{f' ({tag})' if tag else ''} c",
                         vec.path + ("c",), fout) if vec.c is not None else fmt_c.zero_bits(0)
@@ -269,8 +294,20 @@ class Probe:
                     raise self._error(where, f"format {fmt.name}, {term}: bit pattern {s} "
                                              f"wider than {width} bits")
                 return bits
-        x = self._eval(str(src) if not isinstance(src, str) else src, env, where, fmt.name,
-                       fout)
+        text = str(src) if not isinstance(src, str) else src
+        # the same expression with the same values of its names gives the same value:
+        # memoised per probe (instances differ in a few bindings, sweeps in one variable)
+        names = self._names.get(text)
+        if names is None:
+            try:
+                names = self._names[text] = tuple(sorted(ex.names_in(ex.parse(text))))
+            except ex.ExprError:
+                names = ()
+        ckey = (text, fmt.name, tuple(env.get(n) for n in names))
+        hit = self._values.get(ckey)
+        if hit is not None:
+            return hit
+        x = self._eval(text, env, where, fmt.name, fout)
         if not isinstance(x, Fraction):
             raise self._error(where, f"format {fmt.name}, {term}: expected a number, got "
                                      f"{x!r}")
@@ -279,6 +316,8 @@ class Probe:
             raise InstantiationError(f"probe {self.id} ({self.file}:{self.doc.line(where)}), "
                                      f"format {fmt.name}, {term}: {src!r} = {_show(x)} is not "
                                      f"representable in {fmt.name}")
+        if len(self._values) < 200000:
+            self._values[ckey] = bits
         return bits
 
 
@@ -310,6 +349,21 @@ def _entries(spec: Any) -> list[tuple[Any, Any]]:
     if isinstance(spec, dict):
         return list(spec.items())
     return [(i, v) for i, v in enumerate(spec)]
+
+
+def verified_configs(doc: Doc, spec: dict[str, Any], shape: tuple) -> frozenset:
+    """The configurations of a ``verified_on:`` template space for one format/K shape
+    (errors name the probe file and the line of the field)."""
+    lines = {path[1:]: ln for path, ln in doc.lines.items()
+             if path[:1] == ("verified_on",)}
+    sub = Doc({"id": "verified-on", "template": True, **spec}, doc.file, lines)
+    try:
+        space = parse_space(sub, shape)
+    except SchemaError as e:
+        if "no valid configuration" in str(e):
+            return frozenset()
+        raise
+    return frozenset(space.configs)
 
 
 def base_env(fin: str, fc: str, fout: str, k: int) -> dict[str, Any]:

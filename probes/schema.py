@@ -22,11 +22,13 @@ from .probe import (
     VectorSpec,
     _entries,
     base_env,
+    verified_configs,
 )
 
 PROBE_KEYS = {"id", "title", "feature", "source", "suite", "formats", "k", "applies_if",
               "applies_when", "requires", "when", "let", "vectors", "facts", "decide", "notes",
-              "may_be_inconclusive"}
+              "may_be_inconclusive", "verified_on"}
+VERIFIED_KEYS = {"fixed", "vary", "families", "exclude"}
 REQUIRED_KEYS = ("id", "title", "feature", "source", "vectors", "decide")
 VECTOR_KEYS = {"name", "a", "b", "c", "sweep"}
 RULE_KEYS = {"if", "first", "then", "not_found", "otherwise"}
@@ -187,11 +189,21 @@ def parse_probe(doc: Doc) -> Probe:
     rules = _parse_rules(doc, feature, {v.name for v in vectors if v.sweep is not None})
     inconc = d.get("may_be_inconclusive", False)
     _need(doc, isinstance(inconc, bool), ("may_be_inconclusive",), "true or false")
+    verified = d.get("verified_on")
+    if verified is not None:
+        _need(doc, isinstance(verified, dict) and set(verified) <= VERIFIED_KEYS
+              and verified != {}, ("verified_on",),
+              "a template space: a mapping with fixed, vary, families and/or exclude")
     probe = Probe(doc, d["id"], d["title"].strip(), feature, d["source"].strip(),
                   str(d.get("suite", "library")), formats, ks, applies_if, tuple(requires),
                   when, lets, vectors, facts, rules, inconc, str(d.get("notes", "")),
-                  applies_when)
+                  applies_when, verified)
     _check_names(probe)
+    if verified is not None and all(formats.get(r) for r in FORMAT_ROLES) and ks:
+        # the space must parse for the probe's own formats and K (line-accurate errors)
+        for k in ks:
+            verified_configs(doc, verified, (formats["in"][0], formats["c"][0],
+                                             formats["out"][0], k))
     return probe
 
 
@@ -299,11 +311,11 @@ def _check_names(probe: Probe) -> None:
     known = base | decided | {"true", "false"}
     if probe.applies_if is not None:
         _names_ok(doc, probe.applies_if, base | {"true", "false"}, ("applies_if",))
-    if probe.applies_when is not None:
-        _names_ok(doc, probe.applies_when, known, ("applies_when",))
     for name, node in probe.let:
         _names_ok(doc, node, known, ("let", name))
         known = known | {name}
+    if probe.applies_when is not None:
+        _names_ok(doc, probe.applies_when, known, ("applies_when",))
     for v in probe.vectors:
         vk = known | ({v.sweep["var"]} if v.sweep else set())
         if v.sweep:
@@ -315,7 +327,9 @@ def _check_names(probe: Probe) -> None:
                     for part in pos.split("..", 1):
                         _names_ok(doc, ex.parse(part), vk, v.path + (side, pos))
                 if not _is_literal(val):
-                    _names_ok(doc, ex.parse(str(val)), vk, v.path + (side, pos))
+                    # a range's values may use 'pos', the position they are written at
+                    pk = vk | ({"pos"} if isinstance(pos, str) else set())
+                    _names_ok(doc, ex.parse(str(val)), pk, v.path + (side, pos))
         if v.c is not None and not _is_literal(v.c):
             _names_ok(doc, ex.parse(str(v.c)), vk, v.path + ("c",))
     obs = known | {v.name for v in probe.vectors if v.sweep is None}

@@ -30,8 +30,13 @@ def _value(v: Any) -> Any:
 
 
 def probe_document(probe: RobustProbe, cfg: AccumulatorConfig, space_id: str,
-                   algorithms: list[str]) -> dict[str, Any]:
-    """The YAML document (as a mapping) of a synthesised probe for cfg's formats and k."""
+                   algorithms: list[str], verified_on: dict[str, Any] | None = None
+                   ) -> dict[str, Any]:
+    """The YAML document (as a mapping) of a synthesised probe for cfg's formats and k.
+
+    ``verified_on`` (the space's fixed/vary/families/exclude) limits the probe to the
+    configurations it was verified on: `mmaprobe check` counts every other one not
+    applicable rather than trusting the table outside the space."""
     fin, fc = get_format(cfg.in_format), get_format(cfg.c_format)
     fout = get_format(cfg.out_format)
     vectors = []
@@ -56,6 +61,7 @@ def probe_document(probe: RobustProbe, cfg: AccumulatorConfig, space_id: str,
         "formats": {"in": [cfg.in_format], "out": [cfg.out_format], "c": [cfg.c_format]},
         "k": [cfg.k],
         "when": {"algorithm": sorted(algorithms)},
+        **({"verified_on": verified_on} if verified_on else {}),
         "may_be_inconclusive": probe.inconclusive > 0,
         "vectors": vectors,
         "decide": decide,

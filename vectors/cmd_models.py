@@ -9,6 +9,7 @@ import math
 import os
 import re
 import sys
+import textwrap
 import time
 import warnings
 from fractions import Fraction
@@ -75,6 +76,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=cliargs.positive_int, help="first N rows of each file")
     p.add_argument("--show", type=cliargs.count, default=3,
                    help="mismatching rows shown per combination")
+    p.add_argument("--set", action="append", metavar="FIELD=VALUE",
+                   help="change a configuration field of every chosen preset (repeatable; "
+                        "e.g. final_rounding=ro, carry_bits=2): how many recorded rows a "
+                        "claimed feature contradicts")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_validate)
 
@@ -276,11 +281,27 @@ def cmd_eval(args) -> int:
 
 # -- validate -----------------------------------------------------------------------------
 
+def parse_overrides(items: list[str] | None) -> dict:
+    """``--set FIELD=VALUE`` items as a mapping (values read as YAML scalars: 2, ro, null);
+    fields and values are checked when the configuration is rebuilt."""
+    overrides: dict = {}
+    for item in items or []:
+        name, eq, text = item.partition("=")
+        if not eq or not name.strip():
+            raise InputError(f"--set {item!r}: expected FIELD=VALUE, e.g. final_rounding=ro")
+        try:
+            overrides[name.strip()] = yaml.safe_load(text) if text.strip() else None
+        except yaml.YAMLError:
+            raise InputError(f"--set {item!r}: the value is not a YAML scalar") from None
+    return overrides
+
+
 def cmd_validate(args) -> int:
     root = Path(args.data_dir) if args.data_dir else default_hwdata()
+    overrides = parse_overrides(args.set)
     t0 = time.time()
     results = validate(root, args.gpu, args.limit, args.show,
-                       progress=lambda m: print(m, file=sys.stderr))
+                       progress=lambda m: print(m, file=sys.stderr), overrides=overrides)
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=1))
     else:
@@ -371,6 +392,38 @@ def hazard_matrices(K: int = 8192):
     return A, B, C
 
 
+#: [FTTN24] abstract and Sec. V: D_ij of the porting hazard as published per device.
+HAZARD_PUBLISHED = "V100 0, A100 0, MI250X 0, CPU 0, MI100 255.875, H100 191.875"
+HAZARD_EXACT = 191.984375
+
+#: Why a preset's algorithm gives what it gives (ab_first, small entries of A negative);
+#: figures from the model and from a direct binary32 simulation of [XWYY25] Alg. 2/3.
+HAZARD_NOTES = {
+    "gps": "CDNA2 GPS ([XWYY25] Alg. 3) adds each group of 4 products pairwise in binary32 "
+           "RNE: each later group of small products, -3*2^-5, is 1.5 ulp (2^-4) of the "
+           "accumulator just below 2^20, a tie that rounds to even 2 ulp down (1 ulp once), "
+           "so D = 4094 ulp = 255.875 -- the value [FTTN24] publishes for MI100, not MI250X. "
+           "Every CDNA2 fp16 MFMA shape (k=4, 8, 16) is GPS with G=4 and gives the same; G=2 "
+           "gives 255.9375, G=8 and 16 give 191.9375, K split into S separately accumulated "
+           "parts 191.875 + 64/S, c added first 191.96875. [FTTN24]'s MI250X 0 needs one "
+           "product per binary32 addition (G=1: the fp32 MFMA, mi250x-fp32-fp32, a vector-ALU "
+           "loop, or a CPU).",
+    "sfma": "one product per binary32 addition: after 2^20 every small product is at most half "
+            "an ulp and ties to even, so A*B stays 2^20 and D = 0 ([FTTN24]'s MI250X and CPU "
+            "value); with c first (--scheme c_first) the small products sum exactly.",
+    "fused": "fused blocks truncate at alignment to the F = 23+neab fraction bits below the "
+             "block's largest exponent: after 2^20 the small products vanish where F <= 24 "
+             "(V100, A100: 0) and partly survive where F = 25 (H100: 191.875).",
+}
+
+
+def hazard_report(name: str, cfg: AccumulatorConfig, scheme: str, value: float) -> dict:
+    """The hazard's D_ij with the published values and why the algorithm gives it."""
+    note = HAZARD_NOTES.get(cfg.algorithm, "")
+    return {"config": name, "scheme": scheme, "D_ij": value, "exact": HAZARD_EXACT,
+            "published": HAZARD_PUBLISHED, "note": note if scheme == "ab_first" else ""}
+
+
 def cmd_gemm(args) -> int:
     name, cfg = config_from_args(args)
     if args.hazard:
@@ -396,12 +449,20 @@ def cmd_gemm(args) -> int:
                              f"{m}x{n}")
         limits.ROWS.check(m * n, f"gemm: {m}x{n} outputs", K + (-K) % cfg.k)
     D = gemm(cfg, A, B, C, alpha, beta, args.scheme)
+    rep = hazard_report(name, cfg, args.scheme, float(D[0, 0])) if args.hazard else None
     if args.json:
-        print(dumps({"config": name, "scheme": args.scheme, "D": D.tolist()}))
+        out = {"config": name, "scheme": args.scheme, "D": D.tolist()}
+        if rep is not None:
+            out["hazard"] = rep
+        print(dumps(out))
     else:
-        if args.hazard:
-            print(f"[FTTN24] Sec. V hazard on {name} ({args.scheme}): D_ij = {float(D[0, 0])!r} "
-                  f"(published: 0 on V100 and A100, 191.875 on H100; exact 191.984375)")
+        if rep is not None:
+            print(f"[FTTN24] Sec. V hazard on {name} ({args.scheme}): D_ij = {rep['D_ij']!r} "
+                  f"(exact {HAZARD_EXACT})")
+            print(f"  published: {HAZARD_PUBLISHED}")
+            if rep["note"]:
+                print(textwrap.fill(rep["note"], width=100, initial_indent="  why: ",
+                                    subsequent_indent="       "))
         else:
             np.savetxt(sys.stdout, D, fmt="%.9g")
     return 0

@@ -5,13 +5,21 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import os
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 from mmaprobe.models.errors import InputError
 from mmaprobe.models.space import default_spaces, load_spaces
-from mmaprobe.probes.checker import CheckReport, run_check, stderr_progress
+from mmaprobe.probes.checker import (
+    CheckReport,
+    run_check,
+    run_check_parallel,
+    stderr_progress,
+)
+from mmaprobe.probes.gaps import load_gaps
 from mmaprobe.probes.library import (
     SUITES_DIR,
     library_files,
@@ -20,6 +28,9 @@ from mmaprobe.probes.library import (
     suite_probes,
 )
 from mmaprobe.probes.probe import Probe
+
+from .claims import claim_file, claim_suites, evaluate_claims, load_claims, print_verdicts
+from .cmd_models import default_hwdata
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,6 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="probe YAML files (default: the library)")
     c.add_argument("--json", action="store_true", help="machine-readable output")
     c.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    c.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), metavar="N",
+                   help="processes to check the spaces in (default: 2 where there are two "
+                        "cores)")
     c.set_defaults(func=cmd_check)
 
     a = sub.add_parser("authenticate", help="authenticate a published test suite",
@@ -48,7 +62,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "a verdict per test, robust or wrong on which "
                                    "configurations.")
     a.add_argument("suite", metavar="SUITE",
-                   help="suite name (" + ", ".join(suite_names()) + ") or a YAML file")
+                   help="suite name (" + ", ".join(suite_names() + claim_suites())
+                        + ") or a YAML file")
+    a.add_argument("--data", metavar="DIR",
+                   help="recorded GPU outputs for a claims suite (default: ../shared/hwdata "
+                        "beside the checkout, or $MMAPROBE_HWDATA)")
     a.add_argument("--space", action="append", metavar="FILE",
                    help="candidate space YAML (repeatable; default: the shipped spaces)")
     a.add_argument("--json", action="store_true", help="machine-readable output")
@@ -97,7 +115,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not probes:
         raise InputError(f"no probe matches {args.probes!r}")
     spaces = _spaces(args.space)
-    report = run_check(probes, spaces, None if args.quiet else stderr_progress)
+    # the library's known gaps (probes/gaps.yaml) apply to the library's own probes
+    gaps = load_gaps() if not args.probe_file else None
+    if args.jobs < 1:
+        raise InputError(f"--jobs must be at least 1, got {args.jobs}")
+    report = run_check_parallel(probes, spaces, args.jobs,
+                                None if args.quiet else stderr_progress, gaps=gaps)
     _require_applicable(report)
     if args.json:
         print(json.dumps(_report_json(report), indent=1))
@@ -122,7 +145,9 @@ def _report_json(report: CheckReport) -> dict[str, Any]:
     return {"spaces": report.spaces, "configurations": report.configurations,
             "rows": report.rows, "model_calls": report.model_calls,
             "seconds": round(report.seconds, 3), "failed": report.failed,
-            "probes": [r.to_json() for r in report.results]}
+            "undecided": report.undecided,
+            "probes": [r.to_json() for r in report.results],
+            "coverage": [c.to_json() for c in report.coverage]}
 
 
 def _print_report(report: CheckReport) -> None:
@@ -139,9 +164,47 @@ def _print_report(report: CheckReport) -> None:
         if not r.probe.may_be_inconclusive:
             for ex in r.inconclusive_examples[:1]:
                 _print_example("inconclusive", ex)
+        for msg in r.errors[:2]:
+            print(f"    cannot instantiate: {msg}")
+    _print_coverage(report)
     print(f"{report.configurations} configurations, {report.rows} rows in "
           f"{report.model_calls} model calls; wall time {report.seconds:.1f} s")
-    print("FAILED" if report.failed else "all probes robust")
+    if report.failed:
+        print(f"FAILED ({report.undecided} undecided)" if report.undecided else "FAILED")
+    else:
+        gaps = sum(c.gaps for c in report.coverage)
+        print("all probes robust; every observable feature decided"
+              + (f" or a known gap ({gaps} configuration-features, probes/gaps.yaml)"
+                 if gaps else ""))
+
+
+def _print_coverage(report: CheckReport) -> None:
+    """Per feature: configurations where it is observable / decided; then each space and
+    feature left undecided somewhere (silence is a failure)."""
+    if not report.coverage:
+        return
+    totals: dict[str, list[int]] = {}
+    for c in report.coverage:
+        t = totals.setdefault(c.feature, [0, 0, 0, 0])
+        t[0] += c.configurations
+        t[1] += c.observable
+        t[2] += c.decided
+        t[3] += c.gaps
+    print(f"{'feature':24s} {'configs':>8s} {'observable':>10s} {'decided':>8s} "
+          f"{'known gap':>9s} {'undecided':>9s}")
+    for f, (n, obs, dec, gap) in totals.items():
+        und = obs - dec - gap
+        print(f"{f:24s} {n:8d} {obs:10d} {dec:8d} {gap:9d} {und:9d}{'  FAIL' if und else ''}")
+    reasons: dict[tuple[str, str], int] = {}
+    for c in report.coverage:
+        for why, n in c.gap_reasons.items():
+            reasons[(c.feature, why)] = reasons.get((c.feature, why), 0) + n
+    for (f, why), n in reasons.items():
+        print(f"known gap: {f} on {n} configurations: {why}")
+    for c in report.coverage:
+        if c.undecided:
+            print(f"undecided: {c.feature} on {c.undecided} of {c.configurations} "
+                  f"configurations of space {c.space}, e.g. {'; '.join(c.examples[:2])}")
 
 
 def _print_example(kind: str, ex: dict[str, Any]) -> None:
@@ -156,6 +219,9 @@ def _print_example(kind: str, ex: dict[str, Any]) -> None:
 
 
 def cmd_authenticate(args: argparse.Namespace) -> int:
+    cfile = claim_file(args.suite)
+    if cfile is not None or str(args.suite).endswith(".claims.yaml"):
+        return _authenticate_claims(args, cfile or Path(args.suite))
     probes = suite_probes(args.suite)
     spaces = _spaces(args.space)
     report = run_check(probes, spaces, None if args.quiet else stderr_progress)
@@ -176,6 +242,7 @@ def cmd_authenticate(args: argparse.Namespace) -> int:
                          "wrong": r.wrong, "inconclusive": r.inconclusive,
                          "wrong_on": [c.describe() for c in r.wrong_configs[:50]],
                          "wrong_where": r.wrong_where(),
+                         "notes": r.probe.notes.strip(),
                          "counterexamples": r.counterexamples})
     if args.json:
         print(json.dumps({"suite": args.suite, "seconds": round(report.seconds, 3),
@@ -196,6 +263,23 @@ def cmd_authenticate(args: argparse.Namespace) -> int:
                     f"{k} in {{{', '.join(vals)}}}" for k, vals in v["wrong_where"].items()))
             elif v["wrong"]:
                 print("    wrong across every value the space varies")
+            if v["notes"] and v["verdict"] != "robust":
+                # the test's own account of what it assumes and reads (the suite file's notes)
+                print(textwrap.fill(" ".join(v["notes"].split()), width=100,
+                                    initial_indent="    note: ", subsequent_indent="      "))
         print(f"{report.configurations} configurations; wall time {report.seconds:.1f} s",
               file=sys.stdout)
     return 1 if any(v["verdict"] == "not robust" for v in verdicts) else 0
+
+
+def _authenticate_claims(args: argparse.Namespace, path: Path) -> int:
+    """A paper's claims against recorded outputs (vectors/claims.py)."""
+    suite = load_claims(path)
+    root = Path(args.data) if args.data else default_hwdata()
+    verdicts = evaluate_claims(suite, root, None if args.quiet else stderr_progress)
+    if args.json:
+        print(json.dumps({"suite": suite.name, "source": suite.source, "data": str(root),
+                          "claims": verdicts}, indent=1))
+    else:
+        print_verdicts(suite, verdicts)
+    return 0

@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ISSM random rows (normal + edge)")
     p.add_argument("--pool", type=cliargs.positive_int, default=1500,
                    help="model-evaluated candidate rows")
-    p.add_argument("--smt-seconds", type=cliargs.seconds, default=30.0,
+    p.add_argument("--smt-seconds", type=cliargs.seconds, default=8.0,
                    help="total SMT solver time for discriminators (0: model search only)")
     p.add_argument("-o", "--output", required=True, help="suite JSON file to write")
     p.add_argument("--layout", choices=["json", "matlab-tc"], default="json",

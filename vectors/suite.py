@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,13 @@ import numpy as np
 from mmaprobe.models import limits
 from mmaprobe.models.errors import InputError
 from mmaprobe.models.features import expression_bindings, feature_value
-from mmaprobe.models.partition import classes, outputs_matrix, refine, split_fields
+from mmaprobe.models.partition import (
+    classes,
+    classes_of,
+    outputs_matrix,
+    refine,
+    split_fields,
+)
 from mmaprobe.models.rows import issm_rows, pool_rows
 from mmaprobe.models.space import CandidateSpace
 from mmaprobe.models.split_search import RowPool, SplitSearch
@@ -44,8 +51,8 @@ class SuiteOptions:
     random: int = 64
     pool: int = 1500
     max_discriminators: int = 200
-    smt_seconds: float = 30.0
-    smt_pair_seconds: float = 8.0
+    smt_seconds: float = 8.0
+    smt_pair_seconds: float = 4.0
     local_rows: int = 600
     local_searches: int = 40
     use_smt: bool = True
@@ -121,7 +128,8 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
             if not p.when_matches(truth):
                 continue
             bnd = expression_bindings(cfg, p.requires)
-            if bnd not in bindings:
+            if bnd not in bindings and p.applies_to_config(cfg) and p.applies_when_holds(
+                    sp.in_format, sp.c_format, sp.out_format, sp.k, bnd):
                 bindings.append(bnd)
         if not bindings:
             continue
@@ -133,7 +141,9 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
             try:
                 inst = p.instantiate(sp.in_format, sp.c_format, sp.out_format, sp.k, bnd)
             except InstantiationError as e:
-                notes.append(f"probe {p.id} skipped for {bnd}: {e}")
+                # no path of this machine in the suite: the probe file by name only
+                msg = str(e).replace(p.file, Path(p.file).name)
+                notes.append(f"probe {p.id} skipped for {bnd}: {msg}")
                 continue
             tag = "" if not bnd else "@" + ",".join(f"{n}={v}" for n, v in sorted(bnd.items()))
             names = {r: (n, None) for n, r in inst.rows.items()}
@@ -170,8 +180,7 @@ def discriminate(bld: _Builder, opts: SuiteOptions, rng: np.random.Generator,
     labels = np.zeros(len(cfgs), dtype=np.int64)
     if len(bld.ids):
         base = outputs_matrix(cfgs, a0, b0, c0, progress)
-        for j in range(base.shape[1]):
-            labels = refine(labels, base[:, j])
+        labels = classes_of(base)
     start_classes = int(labels.max()) + 1
     if progress:
         progress(f"suite: evaluating {len(cfgs)} configurations on a pool of {opts.pool} rows")

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from mmaprobe.models.accumulator import evaluate
+from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.errors import InputError
 from mmaprobe.models.formats import get_format
 from mmaprobe.models.presets import Preset, list_presets, presets_for
@@ -135,8 +136,18 @@ def find_ptx_folders(root: Path) -> list[tuple[str, Path]]:
     return [(f.name[:-len(PTX_FOLDER)], f) for f in folders]
 
 
+def _overridden(preset: Preset, overrides: dict | None) -> tuple[AccumulatorConfig, str]:
+    """The preset's configuration with ``overrides`` set, and its name ('NAME+f=v,...')."""
+    if not overrides:
+        return preset.config, preset.name
+    cfg = AccumulatorConfig.from_dict({**preset.config.to_dict(), **overrides},
+                                      f"--set on {preset.name}")
+    return cfg, preset.name + "+" + ",".join(f"{k}={v}" for k, v in overrides.items())
+
+
 def validate_ptx(root: Path, devices: list[str] | None = None, limit: int | None = None,
-                 show: int = 3, progress: Callable[[str], None] | None = None) -> list[Result]:
+                 show: int = 3, progress: Callable[[str], None] | None = None,
+                 overrides: dict | None = None) -> list[Result]:
     """Every per-instruction file of the ``<DEVICE>-ptx`` folders in root, bit for bit."""
     results = []
     wanted = None if not devices else {d.lower() for d in devices}
@@ -154,23 +165,28 @@ def validate_ptx(root: Path, devices: list[str] | None = None, limit: int | None
                 results.append(Result(device, label, d_n, "", f.k, n, 0, [],
                                       str(path), f.instruction, str(e)))
                 continue
+            cfg, name = _overridden(preset, overrides)
             if progress:
-                progress(f"{device} {f.instruction}: {n} rows on {preset.name}")
-            d = evaluate(preset.config, f.a[:n], f.b[:n], f.c[:n])
+                progress(f"{device} {f.instruction}: {n} rows on {name}")
+            d = evaluate(cfg, f.a[:n], f.b[:n], f.c[:n])
             bad = np.nonzero(d != f.d[:n])[0]
             fa, fb, fc, fd = (get_format(x) for x in f.formats)
             first = _first(show, bad, [("a", f.a, (fa.width + 3) // 4),
                                        ("b", f.b, (fb.width + 3) // 4),
                                        ("c", f.c, (fc.width + 3) // 4)],
                            d, f.d, (fd.width + 3) // 4)
-            results.append(Result(device, label, d_n, preset.name, f.k, n, int(len(bad)),
+            results.append(Result(device, label, d_n, name, f.k, n, int(len(bad)),
                                   first, str(path), f.instruction))
     return results
 
 
 def validate(root: Path, gpus: list[str] | None = None, limit: int | None = None,
-             show: int = 3, progress: Callable[[str], None] | None = None) -> list[Result]:
-    """Both layouts below root: MATLAB-tensor-core datasets and ``<DEVICE>-ptx`` folders."""
+             show: int = 3, progress: Callable[[str], None] | None = None,
+             overrides: dict | None = None) -> list[Result]:
+    """Both layouts below root: MATLAB-tensor-core datasets and ``<DEVICE>-ptx`` folders,
+    every recorded combination against its preset.  ``overrides`` changes configuration
+    fields of every chosen preset (a claimed feature), which is then named
+    'NAME+field=value,...'."""
     if show < 0:
         raise InputError(f"--show must be >= 0, got {show}")
     root = Path(root)
@@ -210,9 +226,9 @@ def validate(root: Path, gpus: list[str] | None = None, limit: int | None = None
                 results.append(Result(gpu, ds.in_format, ds.out_format, "", ds.k, ds.rows, 0,
                                       [], str(path), "", f"no preset for this shape: {e}"))
                 continue
-            cfg = preset.config
+            cfg, name = _overridden(preset, overrides)
             if progress:
-                progress(f"{gpu}/{folder} -> {out}: {ds.rows} rows on {preset.name}")
+                progress(f"{gpu}/{folder} -> {out}: {ds.rows} rows on {name}")
             fin, fout = get_format(cfg.in_format), get_format(cfg.out_format)
             a = convert_exact(ds.a, BINARY32, fin, path / f"a_{gpu}_{folder}.txt",
                               lines=ds.lines.get("a"))
@@ -236,7 +252,7 @@ def validate(root: Path, gpus: list[str] | None = None, limit: int | None = None
                               "b": [f"{int(x):08x}" for x in ds.b[i]],
                               "c": f"{int(ds.c[i]):08x}",
                               "model": f"{int(d32[i]):08x}", "hardware": f"{int(ds.d[i]):08x}"})
-            results.append(Result(gpu, ds.in_format, ds.out_format, preset.name, ds.k, ds.rows,
+            results.append(Result(gpu, ds.in_format, ds.out_format, name, ds.k, ds.rows,
                                   int(len(bad)), first, str(path)))
-    results += validate_ptx(root, gpus, limit, show, progress)
+    results += validate_ptx(root, gpus, limit, show, progress, overrides)
     return results

@@ -7,12 +7,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from mmaprobe.models.accumulator import evaluate
 from mmaprobe.models.config import AccumulatorConfig
+from mmaprobe.models.formats import get_format
 from mmaprobe.models.presets import get_preset
 from mmaprobe.models.space import CandidateSpace
 from mmaprobe.probes.checker import run_check
+from mmaprobe.probes.decide import decide
 from mmaprobe.probes.library import suite_probes
 from mmaprobe.vectors.cli import main
 
@@ -126,3 +130,34 @@ def test_authenticate_end_to_end(tmp_path: Path, capsys, suite: str) -> None:
         assert verdicts["km-c-early"]["verdict"] == "not robust"  # assumes 13 bits
     assert main(["authenticate", suite, "--space", str(sp), "--quiet"]) == rc
     assert "wall time" in capsys.readouterr().out
+
+
+def _fttn_width(cfg: AccumulatorConfig) -> str:
+    (p,) = [q for q in suite_probes("fttn") if q.id == "fttn-t-blk-fma-width"]
+    inst = p.instantiate(cfg.in_format, cfg.c_format, cfg.out_format, cfg.k)
+    out = evaluate(cfg, np.array(inst.a, dtype=np.uint64), np.array(inst.b, dtype=np.uint64),
+                   np.array(inst.c, dtype=np.uint64))
+    return decide(inst, [int(x) for x in out], get_format(cfg.out_format)).describe()
+
+
+def test_fttn_blk_fma_width_reads_on_the_wmma_chains() -> None:
+    # The artifact (fp16in.cpp) keeps the half ulp at position 0 for the whole walk; on a
+    # 16x16x16 WMMA, i.e. the presets chained to k = 16, it reads V100 1 (neab 0: case 3),
+    # A100 8, H100 >= 16.  [FTTN24] Table III's V100 4 needs an extra alignment bit.
+    v100 = get_preset("v100-fp16-fp32").config.replace(k=16)
+    assert _fttn_width(v100) == "1"
+    assert _fttn_width(v100.replace(neab=1)) == "4"
+    assert _fttn_width(get_preset("a100-fp16-fp32").config.replace(k=16)) == "8"
+    assert _fttn_width(get_preset("a100-fp16-fp32-k16").config) == "8"
+    assert _fttn_width(get_preset("h100-fp16-fp32").config) == ">= 16"
+    # CDNA2 GPS: ord0 = 1 + 2^-24 + 2^-24 ties to 1, sumc does not: case 2, width 1
+    assert _fttn_width(get_preset("mi250x-fp16-fp32").config.replace(k=16)) == "1"
+
+
+def test_authenticate_prints_a_tests_notes(tmp_path: Path, capsys) -> None:
+    sp = tmp_path / "v100.yaml"
+    sp.write_text("id: v100-k16\nformats: {in: binary16, c: binary32, out: binary32}\n"
+                  "k: [16]\nvary: {nfma: [4], neab: [0, 1]}\n")
+    assert main(["authenticate", "fttn", "--quiet", "--space", str(sp)]) == 1
+    out = capsys.readouterr().out
+    assert "note: As in the artifact" in out and "V100 1" in out

@@ -130,3 +130,30 @@ def test_cli_distinguish_exit_codes(tmp_path) -> None:
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert r.stdout.startswith("unknown:") and "timeout" in r.stderr
     assert "model search" in r.stdout
+
+
+def test_synthesised_probe_declares_where_it_was_verified(tmp_path: Path) -> None:
+    # a probe synthesised on the 48-configuration space applies only there: on the shipped
+    # spaces it is never wrong (it used to claim every fused unit: wrong on 436)
+    out = tmp_path / "neab.yaml"
+    r = _cli("synthesize", "--feature", "neab", "--space", str(SMT_SPACE), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "verified_on:" in out.read_text()
+    r = _cli("check", "--probe-file", str(out), "--json", "--quiet")
+    doc = json.loads(r.stdout)
+    (probe,) = doc["probes"]
+    assert probe["wrong"] == 0 and probe["tried"] >= 48  # its 48, wherever they recur
+    assert r.returncode == 1 and doc["undecided"] > 0  # it decides nothing elsewhere
+
+
+def test_synthesize_exits_1_when_it_leaves_configurations_undecided(tmp_path: Path) -> None:
+    # neab of an IEEE FMA chain is no feature of the unit: equal outputs, never decided
+    sp = tmp_path / "s.yaml"
+    sp.write_text("id: s\nformats: {in: binary16, c: binary32, out: binary32}\nk: [2]\n"
+                  "vary: {neab: [0, 3], final_rounding: [rz, rne]}\n"
+                  "fixed: {algorithm: sfma, nfma: 1}\n")
+    out = tmp_path / "p.yaml"
+    r = _cli("synthesize", "--feature", "neab", "--space", str(sp), "-o", str(out),
+             "--timeout", "20")
+    assert r.returncode == 1
+    assert "left undecided" in r.stderr or "timeout" in r.stderr

@@ -42,7 +42,8 @@ def test_eval_and_explain(capsys):
 
 def test_gemm_hazard(capsys):
     assert main(["gemm", "--preset", "h100-fp16-fp32", "--hazard"]) == 0
-    assert "D_ij = 191.875" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "D_ij = 191.875" in out and "MI250X 0" in out and "why: fused blocks" in out
 
 
 def test_bad_input_exit_2(capsys, tmp_path):

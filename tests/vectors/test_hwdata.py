@@ -175,3 +175,43 @@ def test_validate_reports_a_shape_without_preset_and_goes_on(tmp_path, capsys):
     rc = main(["validate", str(tmp_path), "--json"])
     res = json.loads(capsys.readouterr().out)
     assert rc == 1 and [bool(r["error"]) for r in res] == [True, False]
+
+
+def test_validate_set_counts_rows_a_claim_contradicts(hwdata, capsys):
+    # Valpey et al. [Valpey25]: round-to-odd accumulation and 3 carry bits, on the V100 rows
+    rc = main(["validate", str(hwdata), "--gpu", "V100", "--set", "final_rounding=ro",
+               "--json"])
+    out = {o["out_format"]: o for o in json.loads(capsys.readouterr().out)}
+    assert rc == 1
+    assert out["binary32"]["preset"] == "v100-fp16-fp32+final_rounding=ro"
+    assert out["binary32"]["mismatches"] == 665
+    for bits, bad in ((1, 8), (2, 0), (3, 0)):
+        rc = main(["validate", str(hwdata), "--gpu", "V100", "--set", f"carry_bits={bits}",
+                   "--json"])
+        assert [o["mismatches"] for o in json.loads(capsys.readouterr().out)] == [bad, bad]
+    assert main(["validate", str(hwdata), "--gpu", "V100", "--set", "colour=3"]) == 2
+    assert "unknown field(s) colour" in capsys.readouterr().err
+    assert main(["validate", str(hwdata), "--gpu", "V100", "--set", "carry_bits"]) == 2
+
+
+def test_authenticate_claims_against_recorded_rows(hwdata, tmp_path, capsys):
+    # [Valpey25]: round-to-odd is rejected by 665 V100 rows; 3 carry bits fit, so do 2
+    from mmaprobe.vectors.claims import evaluate_claims, load_claims
+
+    f = tmp_path / "t.claims.yaml"
+    f.write_text("suite: t\nsource: s\nclaims:\n"
+                 "  - {id: ro, claim: round to odd, kind: is, set: {final_rounding: ro},"
+                 " gpus: [V100], outputs: [binary32]}\n"
+                 "  - {id: cb, claim: three carry bits, kind: is, set: {carry_bits: 3},"
+                 " alternatives: [{carry_bits: 2}], gpus: [V100], outputs: [binary32]}\n")
+    verdicts = {v["claim"]: v for v in evaluate_claims(load_claims(f), hwdata)}
+    assert verdicts["ro"]["verdict"] == "rejected"
+    assert verdicts["ro"]["rows"][0]["contradicting"] == 665
+    assert verdicts["cb"]["verdict"] == "consistent, not decided"
+    assert main(["authenticate", str(f), "--data", str(hwdata), "--quiet"]) == 0
+    assert "665 of 5000 recorded rows contradict it" in capsys.readouterr().out
+    (tmp_path / "bad.claims.yaml").write_text("claims:\n  - {id: x, claim: y, kind: maybe,"
+                                              " set: {}, gpus: [V100]}\n")
+    assert main(["authenticate", str(tmp_path / "bad.claims.yaml"), "--data",
+                 str(hwdata)]) == 2
+    assert "expected 'is' or 'is_not'" in capsys.readouterr().err

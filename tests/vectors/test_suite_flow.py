@@ -26,6 +26,11 @@ from mmaprobe.vectors.suitefile import (
 REPRESENTATIVE = ["h100-fp16-fp32-k8", "v100-fp16-fp16", "a100-bf16-fp32", "a100-tf32-fp32",
                   "l40s-e4m3-fp32", "h100-e4m3-fp32-mma-k16", "mi250x-fp32-fp32",
                   "mi250x-fp16-fp32-k4", "mi300x-xf32-fp32", "mi300x-fp8-fp32"]
+#: the default run keeps one per family; the rest (the K=32 fp8 suites take ~30 s each)
+#: run with -m slow
+SLOW = {"h100-e4m3-fp32-mma-k16", "mi300x-fp8-fp32", "a100-tf32-fp32",
+        "mi250x-fp32-fp32"}
+REPS = [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in REPRESENTATIVE]
 FAST = SuiteOptions(seed=1, random=32, pool=400, smt_seconds=0.0, use_smt=False,
                     local_rows=200, local_searches=8)
 
@@ -67,14 +72,14 @@ def _check_recovered(name, cfg, space, inf):
     assert len(cons) <= 12, [c.describe() for c in cons]
 
 
-@pytest.mark.parametrize("name", REPRESENTATIVE)
+@pytest.mark.parametrize("name", REPS)
 def test_suite_run_infer_recovers_preset(name, tmp_path):
     cfg, space, suite, inf = _suite_run_infer(name, tmp_path)
     assert len(space.configs) >= 1000
     _check_recovered(name, cfg, space, inf)
 
 
-@pytest.mark.parametrize("name", REPRESENTATIVE)
+@pytest.mark.parametrize("name", REPS)
 def test_identify_within_budget(name):
     cfg = get_preset(name).config
     space = _space(cfg)
@@ -93,9 +98,11 @@ def test_suite_json_has_provenance_and_probe_vectors(tmp_path):
     kinds = {v["provenance"]["kind"] for v in data["vectors"]}
     assert {"probe", "random", "discriminator"} <= kinds
     assert all(len(v["a"]) == 8 and v["c"].startswith("0x") for v in data["vectors"])
-    # probes decide in the pipeline and agree with the configuration
-    decided = {p["feature"]: p for p in inf.probe_decisions}
-    assert decided["neab"]["outcome"] == "2"
+    # probes decide in the pipeline and agree with the configuration: some neab probe
+    # reads exactly 2, none contradicts it
+    neab = [p for p in inf.probe_decisions if p["feature"] == "neab"]
+    assert any(p["outcome"] == "2" for p in neab), neab
+    assert all(p["agrees_with_candidate"] is not False for p in neab), neab
     assert inf.decided["neab"]["value"] == 2
 
 

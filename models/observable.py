@@ -1,0 +1,455 @@
+"""Which values of a feature a configuration's outputs can tell apart.
+
+``mmaprobe check`` requires every feature of :data:`CHECKED_FEATURES` to be decided by some
+applicable probe on every configuration where the feature is *observable*: where another
+value of it gives a unit that some input tells apart.  :func:`alternatives` lists those
+values; a probe's outcome decides the feature when it holds for the true value and for
+none of them.
+
+Equivalence is claimed only where the bounds below prove it, so the analysis is sound in
+one direction: a value is treated as different unless shown to give the same outputs on
+every input.  A check can therefore fail on a feature no input reveals (refine the bounds
+here), but never pass on one that some input would reveal.  The bounds:
+
+* every input value is a multiple of its format's smallest subnormal, so every product is
+  a multiple of ``2^(2 (in.emin - in.t))`` and every value a fused block sees (products,
+  c, partial sums: rounding to a coarser quantum keeps a multiple) is a multiple of the
+  finest of these grids, ``G``;
+* a block's alignment drops nothing when every term's lowest bit lies at or above
+  ``emax - F`` for the largest possible alignment exponent ``emax``: then neab (beyond that
+  F), the alignment rounding and the product normalisation change nothing;
+* a block result needs at most ``F + 2 + ceil(log2 n)`` bits (one more with a sticky bit,
+  fewer when alignment is exact and the sum is bounded): when the output holds that many
+  and the result's quantum never falls below the output's subnormal quantum, the final
+  rounding only shows in the sign of an exact zero (round-down gives -0);
+* when every block is exact in that sense, the block structure (nfma, interleaving) only
+  reorders exact additions and is not observable either;
+* the sum of a block's aligned terms stays below ``2^(emax + 2 + carry_bits)`` (no wrap)
+  when ``n`` terms of the largest significands fit: carry bits at or above that count are
+  the same as unbounded;
+* a block of two terms (nfma 1) truncated with a sticky bit, or rounded down at alignment
+  and at the end, is correctly rounded once F covers the output's precision plus guard,
+  round and sticky positions: every such F (and both of those alignments under a
+  round-down) gives the same unit;
+* a product below binary32's smallest normal exists only for wide input formats (bfloat16,
+  tf32, binary32, binary64); a subnormal block result only where a block can make one
+  (cancellation down to the grid) or pass on a subnormal c, and a flush between blocks
+  only shows where the output itself is not flushed.
+
+Features an algorithm does not use (neab of an IEEE FMA chain, the rounding mode of
+CDNA2's round-to-nearest GPS, the c placement of FDRDA, ...) have no alternatives.
+
+>>> from mmaprobe.models.config import AccumulatorConfig
+>>> late = AccumulatorConfig(in_format="e2m1", k=8, nfma=4, c_placement="late")
+>>> alternatives(late, "neab")[-1], alternatives(late, "nfma")   # fp4 sums are exact
+(-15, ())
+>>> alternatives(late, "final_rounding")                     # only the sign of x - x shows
+('rd',)
+>>> alternatives(AccumulatorConfig(in_format="binary16", k=4), "carry_bits")
+(0, 1, 2)
+"""
+
+from __future__ import annotations
+
+import functools
+from fractions import Fraction
+from typing import Any
+
+from .config import (
+    ALGORITHMS,
+    ALIGN_ROUNDINGS,
+    INTERLEAVES,
+    NAN_STYLES,
+    NORMALISATIONS,
+    PLACEMENTS,
+    AccumulatorConfig,
+    ConfigError,
+)
+from .formats import ROUNDING_MODES, get_format
+
+#: Features ``mmaprobe check`` requires a decision for on every configuration where they
+#: are observable.  New configuration fields slot in by adding their name here and, where
+#: some configurations cannot reveal them, a rule to :func:`alternatives`.
+CHECKED_FEATURES: tuple[str, ...] = (
+    "neab", "nfma", "align_rounding", "final_rounding", "product_normalisation",
+    "carry_bits", "c_placement", "interleave", "subnormal_inputs", "subnormal_products",
+    "subnormal_sums", "subnormal_output", "nan",
+)
+
+#: Values tried for the integer features (the configuration's domains).
+NEAB_VALUES = tuple(range(-23, 41))
+CARRY_VALUES: tuple[int | None, ...] = (None,) + tuple(range(17))
+
+_FLUSH_OF = {"subnormal_inputs": "inputs", "subnormal_products": "products",
+             "subnormal_sums": "sums", "subnormal_output": "output"}
+_B32 = get_format("binary32")
+
+
+def _clog2(n: int) -> int:
+    """ceil(log2 n) for n >= 1."""
+    return (n - 1).bit_length()
+
+
+def _flog2_int(n: int) -> int:
+    """floor(log2 n) for n >= 1."""
+    return n.bit_length() - 1
+
+
+@functools.lru_cache(maxsize=65536)
+def _bounds(cfg: AccumulatorConfig) -> dict[str, Any]:
+    """Grids and magnitude bounds of the values a configuration's blocks see."""
+    fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
+                     get_format(cfg.out_format))
+    c_in_blocks = cfg.algorithm == "fdrda" or cfg.c_placement == "early"
+    g_p = 2 * (fin.emin - fin.t)                       # product grid
+    g_c = fc.emin - fc.t                               # c grid
+    grid = min(g_p, g_c) if c_in_blocks else g_p
+    # magnitude bound of any product, c and partial sum (exact, as an integer multiple of
+    # 2^grid); products' alignment exponent is e_a + e_b (+1 when normalised)
+    pmax = fin.max_sig ** 2 << (2 * (fin.emax - fin.t) - grid)
+    cmax = fc.max_sig << (fc.emax - fc.t - grid)
+    total = cfg.k * pmax + (cmax if c_in_blocks else 0)
+    e_prod = 2 * fin.emax + (cfg.product_normalisation == "normalised")
+    e_sum = _flog2_int(total) + grid                   # |any partial sum| < 2^(e_sum + 1)
+    e_top = max(e_prod, fc.emax if c_in_blocks else e_prod,
+                min(e_sum, fout.emax) if cfg.blocks > 1 or cfg.interleave == "pairs"
+                else e_prod)
+    # smallest alignment exponent of a non-zero term: a subnormal product, c or block result
+    e_low = min(2 * fin.emin, fc.emin if c_in_blocks else 2 * fin.emin, fout.emin)
+    # F at and above which alignment drops nothing: the largest distance from a block's
+    # alignment exponent (set by one term) down to the lowest bit of a term that can share
+    # the block with it.  Terms: products P, c (first block, early), the accumulator A (an
+    # earlier block's result, below the bound of the products and c before the last block).
+    early = cfg.algorithm == "fused" and cfg.c_placement == "early"
+    last = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
+    top = {"P": e_prod}
+    low = {"P": g_p}
+    own = {"P": 2 * fin.t + (cfg.product_normalisation == "normalised")}
+    if early:
+        top["C"], low["C"], own["C"] = fc.emax, g_c, fc.t
+    if cfg.k > last and cfg.algorithm == "fused":
+        acc_bound = (cfg.k - last) * pmax + (cmax if early else 0)
+        top["A"] = min(fout.emax, _flog2_int(acc_bound) + grid)
+        low["A"] = grid
+        own["A"] = min(fout.t, top["A"] - grid)
+    f_exact = max(own.values())
+    for x in top:
+        for y in low:
+            if {x, y} != {"C", "A"} and (x != y or x == "P"):
+                f_exact = max(f_exact, top[x] - low[y])
+    return {"fin": fin, "fc": fc, "fout": fout, "grid": grid, "g_p": g_p,
+            "e_top": e_top, "e_prod": e_prod, "e_sum": e_sum, "e_low": e_low,
+            "pmax": pmax, "total": total, "c_in_blocks": c_in_blocks, "f_exact": f_exact}
+
+
+def block_terms(cfg: AccumulatorConfig) -> int:
+    """Terms one fused sum aligns together: the products of a block plus the accumulator
+    (fused; none for FDRDA, whose c is added after the dot product)."""
+    n = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
+    if cfg.algorithm == "fdrda":
+        return n // 2 if cfg.interleave == "even_odd" else n
+    first_has_acc = cfg.c_placement == "early"
+    return n + (1 if first_has_acc or cfg.blocks > 1 or cfg.interleave == "pairs" else 0)
+
+
+def alignment_exact(cfg: AccumulatorConfig, neab: int | None = None,
+                    products_only: bool = False) -> bool:
+    """Whether alignment to F fraction bits can drop no bit of any term (with neab given,
+    for that neab; ``products_only``: FDRDA's dot product, where c is not aligned)."""
+    b = _bounds(cfg)
+    F = 23 + (cfg.neab if neab is None else neab)
+    if products_only:
+        top, grid = b["e_prod"] + (cfg.product_normalisation != "normalised"), b["g_p"]
+        # a normalised product may sit one exponent above e_a + e_b: cover both
+        return F >= max(top - grid, 2 * b["fin"].t + 1)
+    return F >= b["f_exact"]
+
+
+def carry_needed(cfg: AccumulatorConfig) -> int:
+    """Carry bits at and above which no block sum can wrap (fewer can, on some input).
+
+    In units of 2^emax (the block's alignment exponent) a product is at most
+    max_sig^2 / 2^(2t) (below 4 when denormalised, 2 when normalised), the accumulator (c
+    or an earlier block's result) below 2, and alignment may round each term up by one
+    quantum 2^-F; the fixed-point sum wraps at 2^(2 + carry_bits).
+    """
+    b = _bounds(cfg)
+    fin, fc, fout = b["fin"], b["fc"], b["fout"]
+    psig = Fraction(fin.max_sig ** 2, 1 << (2 * fin.t))
+    if cfg.product_normalisation == "normalised" and psig >= 2:
+        psig = psig / 2
+    n = block_terms(cfg)
+    n_prod = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
+    if cfg.algorithm == "fdrda":
+        n_prod = n
+    n_acc = n - n_prod
+    acc = max(Fraction(fc.max_sig, 1 << fc.t), Fraction(fout.max_sig, 1 << fout.t))
+    bound = n_prod * psig + n_acc * acc + n * Fraction(1, 1 << max(0, cfg.frac_bits))
+    cb = 0
+    while bound >= 1 << (2 + cb):
+        cb += 1
+    return cb
+
+def rounding_exact(cfg: AccumulatorConfig) -> bool:
+    """Whether every fused block result is representable in the output (so the final
+    rounding never rounds): few enough bits, no quantum below the output's subnormal one."""
+    b = _bounds(cfg)
+    fout = b["fout"]
+    if cfg.algorithm != "fused":
+        return False
+    p_out = (cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t) + 1
+    quantum = fout.emin - (p_out - 1)        # the output's quantum at its smallest exponent
+    sticky = int(cfg.align_rounding == "rz_sticky")
+    bits = cfg.frac_bits + sticky + 2 + _clog2(block_terms(cfg))
+    low_ok = b["e_low"] - cfg.frac_bits - sticky >= quantum
+    if alignment_exact(cfg):
+        bits = min(bits, b["e_sum"] + 1 - b["grid"])
+        low_ok = low_ok or b["grid"] >= quantum
+    return bits <= p_out and low_ok
+
+
+def blocks_exact(cfg: AccumulatorConfig) -> bool:
+    """Whether every fused block is an exact addition (nothing dropped, rounded, wrapped,
+    flushed between blocks or overflowing): the block structure is then unobservable."""
+    b = _bounds(cfg)
+    fout = b["fout"]
+    if cfg.algorithm != "fused" or not (alignment_exact(cfg) and rounding_exact(cfg)):
+        return False
+    if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
+        return False
+    if "sums" in cfg.flush and b["grid"] < fout.emin:
+        return False
+    return b["e_sum"] < fout.emax
+
+
+def _valid(cfg: AccumulatorConfig, **change: Any) -> AccumulatorConfig | None:
+    try:
+        alt = cfg.replace(**change)
+    except ConfigError:
+        return None
+    return alt
+
+
+def _zero_sign_shows_rd(cfg: AccumulatorConfig) -> bool:
+    # an exact zero's sign tells round-down apart (IEEE 754 Sec. 6.3); a unit whose zeros
+    # are always +0 (a zero_sign field, when there is one) shows nothing
+    return getattr(cfg, "zero_sign", "ieee") != "positive"
+
+
+@functools.lru_cache(maxsize=65536)
+def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
+    """Values of ``feature`` that give a configuration some input tells apart from ``cfg``
+    (the other fields unchanged); empty when the feature is not observable on ``cfg``.
+
+    Values are written as probes write them: strings, integers, None (unbounded carry
+    bits), 'keep'/'flush' for the subnormal stages.
+    """
+    alg = cfg.algorithm
+    if feature == "neab":
+        if alg not in ("fused", "fdrda"):
+            return ()
+        if alg == "fused" and alignment_exact(cfg):
+            return tuple(v for v in NEAB_VALUES if not alignment_exact(cfg, v))
+        if _correctly_rounded_pairs(cfg):
+            return tuple(v for v in NEAB_VALUES if not _correctly_rounded_pairs(cfg, v))
+        return tuple(v for v in NEAB_VALUES if v != cfg.neab)
+    if feature == "nfma":
+        if alg == "sfma" or cfg.interleave == "pairs":
+            return ()  # nfma is 1, or k/2 (the two interleaved groups)
+        exact = blocks_exact(cfg)
+        out = []
+        for d in range(1, cfg.k + 1):
+            if cfg.k % d or d == cfg.nfma:
+                continue
+            if (alg == "gps" and d & (d - 1)) or (cfg.interleave == "even_odd" and d % 2):
+                continue  # not a valid configuration (config.py)
+            if exact:
+                alt = _valid(cfg, nfma=d)
+                if alt is None or blocks_exact(alt):
+                    continue
+            out.append(d)
+        return tuple(out)
+    if feature == "interleave":
+        out = []
+        for v in INTERLEAVES:
+            alt = None if v == cfg.interleave else _valid(cfg, interleave=v)
+            if alt is None or (blocks_exact(cfg) and blocks_exact(alt)):
+                continue
+            if {cfg.interleave, v} == {"none", "pairs"} and alt.block_order == cfg.block_order:
+                continue  # k = 4: the two interleaved groups are the two blocks
+            out.append(v)
+        return tuple(out)
+    if feature == "align_rounding":
+        if alg not in ("fused", "fdrda") or alignment_exact(
+                cfg, products_only=alg == "fdrda"):
+            return ()
+        cr = _correctly_rounded_pairs(cfg)
+        return tuple(v for v in ALIGN_ROUNDINGS if v != cfg.align_rounding
+                     and not (cr and _correctly_rounded_pairs(cfg, align=v)))
+    if feature == "product_normalisation":
+        if alg not in ("fused", "fdrda"):
+            return ()
+        other = "normalised" if cfg.product_normalisation == "denormalised" else "denormalised"
+        alt = cfg.replace(product_normalisation=other)
+        if alg == "fused" and alignment_exact(cfg) and alignment_exact(alt) and \
+                (cfg.carry_bits is None or cfg.carry_bits >= max(carry_needed(cfg),
+                                                                 carry_needed(alt))):
+            return ()
+        if _correctly_rounded_pairs(cfg) and _correctly_rounded_pairs(alt):
+            return ()  # correctly rounded blocks do not depend on the alignment exponent
+        return tuple(v for v in NORMALISATIONS if v != cfg.product_normalisation)
+    if feature == "carry_bits":
+        if alg not in ("fused", "fdrda"):
+            return ()
+        need = carry_needed(cfg)
+
+        def cls(v: int | None) -> int | None:
+            return None if v is None or v >= need else v
+        return tuple(v for v in CARRY_VALUES if cls(v) != cls(cfg.carry_bits))
+    if feature == "c_placement":
+        if alg != "fused":
+            return ()
+        return tuple(v for v in PLACEMENTS if v != cfg.c_placement)
+    if feature == "final_rounding":
+        if alg == "gps":
+            return ()  # CDNA2 GPS rounds every operation to nearest even ([XWYY25] Alg. 3)
+        if rounding_exact(cfg):
+            if not _zero_sign_shows_rd(cfg):
+                return ()
+            rd = cfg.final_rounding == "rd"
+            return tuple(v for v in ROUNDING_MODES if (v == "rd") != rd)
+        return tuple(v for v in ROUNDING_MODES if v != cfg.final_rounding)
+    if feature in _FLUSH_OF:
+        stage = _FLUSH_OF[feature]
+        now = "flush" if stage in cfg.flush else "keep"
+        if alg == "gps" or (alg == "sfma" and stage != "output"):
+            return ()  # GPS flushes every stage; IEEE FMAs only may flush their output
+        if not _stage_observable(cfg, stage):
+            return ()
+        return ("keep" if now == "flush" else "flush",)
+    if feature == "nan":
+        # 'propagate' is a style of IEEE FMA chains only (config.py): no alternative elsewhere
+        return tuple(v for v in NAN_STYLES if v != cfg.nan and _valid(cfg, nan=v))
+    if feature == "algorithm":
+        return tuple(v for v in ALGORITHMS if v != alg and _valid(cfg, algorithm=v))
+    raise KeyError(f"no observability rule for feature {feature!r}")
+
+
+def _generates_subnormal(cfg: AccumulatorConfig) -> bool:
+    """Whether a block can produce a non-zero result below the output's smallest normal
+    from terms that are not such results themselves: sums of products are multiples of the
+    product grid 2^g; with an accumulator (c, or an earlier block's result) that cancels
+    them, multiples of its quantum near 2^(g - 1), 2^(g - 1 - t); a sticky bit adds half
+    an alignment quantum, 2^(g - F - 2) at the least."""
+    b = _bounds(cfg)
+    fc, fout = b["fc"], b["fout"]
+    low = b["g_p"]
+    chained = cfg.blocks > 1 or cfg.interleave == "pairs"
+    acc_t = max(fc.t if b["c_in_blocks"] or cfg.algorithm == "sfma" else 0,
+                fout.t if chained or cfg.algorithm == "sfma" else 0)
+    if acc_t:
+        low = min(low, b["g_p"] - 1 - acc_t)
+    if cfg.align_rounding == "rz_sticky":
+        low = min(low, b["g_p"] - cfg.frac_bits - 2)
+    return low < fout.emin
+
+
+def _c_small(cfg: AccumulatorConfig) -> bool:
+    """Whether some c the unit accepts (after an input flush) lies below the output's
+    smallest normal."""
+    fc, fout = get_format(cfg.c_format), get_format(cfg.out_format)
+    smallest = fc.fmin if "inputs" in cfg.flush else fc.smin
+    return smallest < fout.fmin
+
+
+def _stage_observable(cfg: AccumulatorConfig, stage: str) -> bool:
+    """Whether flushing subnormals at one stage changes some output (the other stages as
+    cfg has them)."""
+    b = _bounds(cfg)
+    fin = b["fin"]
+    if stage == "products":
+        # products below binary32's smallest normal are flushed ([XWYY25] FDRDA, GPS)
+        small = fin.fmin if "inputs" in cfg.flush else fin.smin
+        if small * small >= _B32.fmin:
+            return False
+        fout = get_format(cfg.out_format)
+        if (fout.smin > Fraction(1, 2 ** 100) and cfg.align_rounding in ("rz", "rne")
+                and cfg.final_rounding in ("rne", "rna", "rz")):
+            # K products below 2^-126 sum to less than half the output's smallest
+            # subnormal (binary16: 2^-24), and every other term lies more than F bits above
+            # them: truncated or rounded to nearest in the alignment they vanish, and a
+            # nearest or toward-zero final rounding does not see them either
+            return False
+        fc = get_format(cfg.c_format)
+        if (fout.smin > Fraction(1, 2 ** 100) and cfg.algorithm == "fused" and cfg.nfma == 1
+                and cfg.interleave == "none" and fc.t <= fout.t and fc.emin >= fout.emin
+                and cfg.final_rounding in ("rne", "rna")):
+            # two-term blocks: the tiny product meets an accumulator the output can hold,
+            # and that plus a tiny term is never a midpoint, whatever the alignment keeps
+            return False
+        return True
+    if stage == "inputs":
+        return True  # a subnormal input times a large one is a normal product
+    chained = cfg.blocks > 1 or cfg.interleave == "pairs"
+    gen = _generates_subnormal(cfg)
+    small_c = _c_small(cfg)
+    if stage == "sums":
+        if cfg.algorithm != "fused" or not chained or "output" in cfg.flush:
+            # FDRDA flushes its c as an input, GPS and SFMA fix the stage; with the
+            # output flushed no block passes a subnormal on
+            return False
+        return gen or (cfg.c_placement == "early" and small_c)
+    # output
+    if gen:
+        return True
+    if cfg.algorithm == "fused" and cfg.c_placement == "early" and chained:
+        return small_c and "sums" not in cfg.flush
+    return small_c
+
+
+#: bits below the output's precision p a two-term block must keep for a sticky-bit alignment
+#: to round correctly: round-to-odd needs none beyond p - 1 (the sticky bit is its odd
+#: bit), the directed modes the bit at p, the nearest modes one more (the round bit).
+_CR_EXTRA = {"ro": -1, "rz": 0, "rd": 0, "ru": 0, "rne": 1, "rna": 1}
+
+
+def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
+                             align: str | None = None) -> bool:
+    """Whether every block of two terms (nfma 1: the accumulator and one product) is
+    correctly rounded: truncation with a sticky bit, or round-down alignment under a
+    round-down final rounding, with F covering the output's precision (and its round bit
+    for the nearest modes), and every term kept exactly where the two can cancel
+    completely."""
+    if cfg.algorithm != "fused" or cfg.nfma != 1 or cfg.interleave != "none":
+        return False
+    align = cfg.align_rounding if align is None else align
+    if align == "rz_sticky":
+        extra = _CR_EXTRA[cfg.final_rounding]
+        lost = 1   # one lost bit is exactly the sticky bit
+    elif align == "rd" and cfg.final_rounding == "rd":
+        extra, lost = 0, 0
+    elif align == "rd" and cfg.final_rounding == "rna":
+        # flooring S never moves L + S across a midpoint that is a multiple of the quantum
+        # (F > p): it lands on it at most, and a tie rounds away, as the exact sum does
+        extra, lost = 1, 0
+    else:
+        return False
+    if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
+        return False
+    fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
+                     get_format(cfg.out_format))
+    t_out = cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t
+    # terms that can cancel the alignment exponent's term completely lie in its binade (c,
+    # an earlier result) or one below with a significand of at least 2 (a product): their
+    # lowest bits, t and 2t + 1 below it, must survive (a sticky bit stands in for one)
+    widths = [1 + 2 * fin.t, t_out] + ([fc.t] if cfg.c_placement == "early" else [])
+    # a product with a subnormal factor lies up to 2t binades below its exponent field, so
+    # its sum's rounding point is that much deeper below the alignment exponent
+    below = 0 if "inputs" in cfg.flush else 2 * fin.t
+    thr = max(t_out + 1 + extra + below, max(widths) - lost)
+    return 23 + (cfg.neab if neab is None else neab) >= thr
+
+
+def observable(cfg: AccumulatorConfig, feature: str) -> bool:
+    return bool(alternatives(cfg, feature))
+

@@ -1,0 +1,129 @@
+"""check fails on silence: every observable feature of every configuration decided by some
+probe (models/observable.py), K from 2 to 64, every format and algorithm the library
+covers; the known gaps (probes/gaps.yaml) reported, not hidden."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mmaprobe.models.config import AccumulatorConfig
+from mmaprobe.models.errors import SchemaError
+from mmaprobe.models.space import SPACES_DIR, CandidateSpace, load_spaces
+from mmaprobe.probes.checker import run_check, run_check_parallel
+from mmaprobe.probes.gaps import load_gaps
+from mmaprobe.probes.library import library_files, load_probes, load_text
+from mmaprobe.vectors.cli import main
+
+LIBRARY = load_probes(library_files())
+GAPS = load_gaps()
+MATRIX = SPACES_DIR / "matrix.yaml"
+
+
+def _matrix(fin: str, fout: str, k: int) -> CandidateSpace:
+    (sp,) = load_spaces([MATRIX], (fin, fout, fout, k))
+    sp.id = f"matrix-{fin}-{fout}-k{k}"
+    return sp
+
+
+def _assert_decided(rep) -> None:
+    bad = [(r.probe.id, r.counterexamples[:1] or r.errors[:1]) for r in rep.results
+           if r.wrong or r.errors]
+    assert not bad
+    undecided = [(c.space, c.feature, c.undecided, c.examples[:2]) for c in rep.coverage
+                 if c.undecided]
+    assert not undecided
+
+
+def test_k2_does_not_crash_and_decides(tmp_path: Path) -> None:
+    # final-rounding used to fail with "position 2 ... outside 0..1" at K=2
+    sp = tmp_path / "k2.yaml"
+    sp.write_text("id: k2\nformats: {in: binary16, c: binary32, out: binary32}\nk: [2]\n"
+                  "vary:\n  nfma: [1, 2]\n  neab: [0, 2]\n  final_rounding: [rz, rne, ru]\n")
+    assert main(["check", "--space", str(sp), "--quiet", "--json"]) == 0
+
+
+# a fast subset of the probe-by-space matrix (the whole of it is test_matrix_full, slow)
+FAST = [("binary16", "binary32", 4), ("binary16", "binary32", 64), ("e2m1", "binary32", 2),
+        ("bfloat16", "bfloat16", 8), ("e4m3fnuz", "binary32", 16), ("binary64", "binary64", 2)]
+
+
+@pytest.mark.parametrize("fin,fout,k", FAST)
+def test_matrix_subset_decided(fin: str, fout: str, k: int) -> None:
+    rep = run_check(LIBRARY, [_matrix(fin, fout, k)], gaps=GAPS)
+    _assert_decided(rep)
+
+
+ALL_IN = ["binary64", "binary32", "tf32", "bfloat16", "binary16", "e4m3", "e5m2", "e4m3fnuz",
+          "e5m2fnuz", "e2m3", "e3m2", "e2m1"]
+ALL_OUT = ["binary64", "binary32", "binary16", "bfloat16"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fin", ALL_IN)
+def test_matrix_full(fin: str) -> None:
+    """Every input format x output format x K in 2..64 x algorithm of the matrix template:
+    0 wrong, 0 undecided outside the known gaps."""
+    spaces = [_matrix(fin, fout, k) for fout in ALL_OUT for k in (2, 4, 8, 16, 32, 64)]
+    rep = run_check_parallel(LIBRARY, spaces, 2, gaps=GAPS)
+    _assert_decided(rep)
+
+
+def test_silence_fails_with_the_undecided_line(tmp_path: Path, capsys) -> None:
+    # a library of one neab probe: three products in a block decide nothing with nfma 1
+    probe = tmp_path / "p.yaml"
+    probe.write_text((SPACES_DIR.parent.parent / "probes" / "library" / "core.yaml")
+                     .read_text().split("---\n")[1])
+    sp = tmp_path / "s.yaml"
+    sp.write_text("id: silent\nformats: {in: binary16, c: binary32, out: binary32}\nk: [4]\n"
+                  "vary: {nfma: [1, 4], neab: [0, 1]}\n")
+    assert main(["check", "--space", str(sp), "--probe-file", str(probe), "--quiet"]) == 1
+    out = capsys.readouterr().out
+    assert "undecided: neab on 2 of 4 configurations of space silent" in out
+    assert main(["check", "--space", str(sp), "--probe-file", str(probe), "--quiet",
+                 "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["undecided"] == 2 and doc["failed"]
+
+
+def test_carry_bits_exact_count_at_k4() -> None:
+    # a 5-term block (four products and c) wraps with 2 carry bits and never with 3: the
+    # library decides 2 exactly and 'at least 3' (= unbounded) for 3 and null
+    cfgs = [AccumulatorConfig(in_format="binary16", k=4, carry_bits=cb) for cb in (None, 2, 3)]
+    rep = run_check(LIBRARY, [CandidateSpace("k4", "<t>", cfgs)], gaps=GAPS)
+    _assert_decided(rep)
+    (cov,) = [c for c in rep.coverage if c.feature == "carry_bits"]
+    assert cov.observable == 3 and cov.decided == 3
+
+
+def test_known_gaps_are_reported_not_hidden(tmp_path: Path, capsys) -> None:
+    sp = tmp_path / "fp4.yaml"
+    sp.write_text("id: fp4\nformats: {in: e2m1, c: binary32, out: binary32}\nk: [16]\n"
+                  "vary: {nfma: [4, 16], c_placement: [early, late]}\n")
+    assert main(["check", "--space", str(sp), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "known gap: c_placement on" in out and "fp6/fp4 inputs" in out
+    rep = run_check(LIBRARY, load_spaces([sp]))  # without the gaps: silence fails
+    assert rep.undecided > 0 and rep.failed
+
+
+def test_gap_file_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "g.yaml"
+    bad.write_text("gaps:\n  - {feature: colour, why: x}\n")
+    with pytest.raises(SchemaError, match=r"g.yaml:2: gaps.0.feature: expected a feature"):
+        load_gaps(bad)
+    bad.write_text("gaps:\n  - {feature: neab, in: binary17, why: x}\n")
+    with pytest.raises(SchemaError, match=r"gaps.0.in: unknown format"):
+        load_gaps(bad)
+
+
+def test_probe_that_cannot_instantiate_is_a_failure_not_a_crash() -> None:
+    (p,) = load_text("id: t\ntitle: t\nfeature: neab\nsource: s\nvectors:\n"
+                     "  - {name: v, a: {2: 1}, b: {2: 1}}\ndecide:\n  - otherwise: inconclusive\n",
+                     "t.yaml")
+    rep = run_check([p], [CandidateSpace("k2", "<t>", [AccumulatorConfig(in_format="binary16",
+                                                                         k=2)])])
+    (r,) = rep.results
+    assert r.failed and "outside 0..1 for k=2" in r.errors[0]
