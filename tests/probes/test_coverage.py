@@ -79,13 +79,18 @@ def test_silence_fails_with_the_undecided_line(tmp_path: Path, capsys) -> None:
     sp = tmp_path / "s.yaml"
     sp.write_text("id: silent\nformats: {in: binary16, c: binary32, out: binary32}\nk: [4]\n"
                   "vary: {nfma: [1, 4], neab: [0, 1]}\n")
-    assert main(["check", "--space", str(sp), "--probe-file", str(probe), "--quiet"]) == 1
+    strict = ["check", "--space", str(sp), "--probe-file", str(probe), "--quiet",
+              "--require-decided"]
+    assert main(strict) == 1
     out = capsys.readouterr().out
     assert "undecided: neab on 2 of 4 configurations of space silent" in out
-    assert main(["check", "--space", str(sp), "--probe-file", str(probe), "--quiet",
-                 "--json"]) == 1
+    assert main([*strict, "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["undecided"] == 2 and doc["failed"]
+    # without --require-decided a probe file's silence is reported, not a failure
+    assert main(strict[:-1]) == 0
+    out = capsys.readouterr().out
+    assert "undecided: neab on 2 of 4" in out and "2 configuration-features left" in out
 
 
 def test_carry_bits_exact_count_at_k4() -> None:

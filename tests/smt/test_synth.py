@@ -143,7 +143,10 @@ def test_synthesised_probe_declares_where_it_was_verified(tmp_path: Path) -> Non
     doc = json.loads(r.stdout)
     (probe,) = doc["probes"]
     assert probe["wrong"] == 0 and probe["tried"] >= 48  # its 48, wherever they recur
-    assert r.returncode == 1 and doc["undecided"] > 0  # it decides nothing elsewhere
+    # it decides nothing elsewhere: reported, and a failure once asked for
+    assert r.returncode == 0 and doc["undecided"] > 0 and not doc["failed"]
+    r = _cli("check", "--probe-file", str(out), "--json", "--quiet", "--require-decided")
+    assert r.returncode == 1 and json.loads(r.stdout)["failed"]
 
 
 def test_synthesize_exits_1_when_it_leaves_configurations_undecided(tmp_path: Path) -> None:
