@@ -26,10 +26,10 @@ from mmaprobe.vectors.suitefile import (
 REPRESENTATIVE = ["h100-fp16-fp32-k8", "v100-fp16-fp16", "a100-bf16-fp32", "a100-tf32-fp32",
                   "l40s-e4m3-fp32", "h100-e4m3-fp32-mma-k16", "mi250x-fp32-fp32",
                   "mi250x-fp16-fp32-k4", "mi300x-xf32-fp32", "mi300x-fp8-fp32"]
-#: the default run keeps one per family; the rest (the K=32 fp8 suites take ~30 s each)
-#: run with -m slow
+#: the default run keeps one per algorithm family (NVIDIA fused, binary16 output, CDNA2 GPS,
+#: CDNA3 FDRDA); the rest (the K=32 fp8 suites take ~30 s each) run with -m slow
 SLOW = {"h100-e4m3-fp32-mma-k16", "mi300x-fp8-fp32", "a100-tf32-fp32",
-        "mi250x-fp32-fp32"}
+        "mi250x-fp32-fp32", "l40s-e4m3-fp32", "a100-bf16-fp32"}
 REPS = [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in REPRESENTATIVE]
 FAST = SuiteOptions(seed=1, random=32, pool=400, smt_seconds=0.0, use_smt=False,
                     local_rows=200, local_searches=8)
