@@ -284,8 +284,10 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
                 cfg, products_only=alg == "fdrda"):
             return ()
         cr = _correctly_rounded_pairs(cfg)
+        same = _gfdrda_same_alignment(cfg)
         return tuple(v for v in ALIGN_ROUNDINGS if v != cfg.align_rounding
-                     and not (cr and _correctly_rounded_pairs(cfg, align=v)))
+                     and not (cr and _correctly_rounded_pairs(cfg, align=v))
+                     and not (same and v in same))
     if feature == "product_normalisation":
         if alg not in ("fused", "fdrda"):
             return ()
@@ -448,6 +450,36 @@ def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
     below = 0 if "inputs" in cfg.flush else 2 * fin.t
     thr = max(t_out + 1 + extra + below, max(widths) - lost)
     return 23 + (cfg.neab if neab is None else neab) >= thr
+
+
+def _gfdrda_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
+    """Alignment roundings that give the same GFDRDA unit as cfg's own (interleave
+    'even_odd': the even and the odd products are fused in groups of nfma / 2, each group
+    sum rounded down at 2^(e_dot - F) before the two are added, [XWYY25] Sec. IV-H).
+
+    The term that sets a group's alignment exponent e keeps all of its bits when
+    F >= 2t + 1 (a product's significand spans 2t fraction bits below e_a + e_b, its
+    normalised exponent at most one more).  A group of one product is then exact: every
+    alignment rounding is the same.  A group of two has at most one inexact term x (the
+    other, exact, L is a multiple of the quantum q): 'rd' gives L + floor(x), 'rz_sticky'
+    L + trunc(x) +- q/2 (strictly between floor(x) and ceil(x)), and the round-down at
+    2^(e_dot - F) >= q maps both to the same multiple; the carry limit is the same too
+    (in half quanta for the sticky bit), so where no group sum can wrap, 'rd' and
+    'rz_sticky' are one unit (a search over pool, structured and random rows with
+    accumulator.evaluate finds no input telling them apart, binary16/bfloat16/e4m3fnuz
+    at nfma 2 and 4)."""
+    if cfg.algorithm != "fdrda" or cfg.interleave != "even_odd":
+        return frozenset()
+    fin = get_format(cfg.in_format)
+    if cfg.frac_bits < 2 * fin.t + 1:
+        return frozenset()
+    group = cfg.nfma // 2
+    if group == 1:
+        return frozenset(ALIGN_ROUNDINGS)
+    if group == 2 and cfg.align_rounding in ("rd", "rz_sticky") and (
+            cfg.carry_bits is None or cfg.carry_bits >= carry_needed(cfg)):
+        return frozenset(("rd", "rz_sticky"))
+    return frozenset()
 
 
 def observable(cfg: AccumulatorConfig, feature: str) -> bool:
