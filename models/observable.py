@@ -171,7 +171,8 @@ def carry_needed(cfg: AccumulatorConfig) -> int:
     In units of 2^emax (the block's alignment exponent) a product is at most
     max_sig^2 / 2^(2t) (below 4 when denormalised, 2 when normalised), the accumulator (c
     or an earlier block's result) below 2, and alignment may round each term up by one
-    quantum 2^-F; the fixed-point sum wraps at 2^(2 + carry_bits).
+    quantum 2^-F (rd), half of one (rne, rz_sticky) or not at all (rz); the fixed-point
+    sum wraps at 2^(2 + carry_bits).
     """
     b = _bounds(cfg)
     fin, fc, fout = b["fin"], b["fc"], b["fout"]
@@ -184,7 +185,14 @@ def carry_needed(cfg: AccumulatorConfig) -> int:
         n_prod = n
     n_acc = n - n_prod
     acc = max(Fraction(fc.max_sig, 1 << fc.t), Fraction(fout.max_sig, 1 << fout.t))
-    bound = n_prod * psig + n_acc * acc + n * Fraction(1, 1 << max(0, cfg.frac_bits))
+    # alignment moves a term's magnitude up by less than one quantum 2^-F (rd: a negative
+    # term's two's-complement truncation), by half of one at most (rne; rz_sticky: the
+    # truncation plus a sticky half quantum), and never (rz: truncation): with rz a sum of
+    # products just below 4 each stays below the next power of two (binary64 inputs at
+    # K = 2: two (2 - 2^-52)^2 never reach 8, so one carry bit is as good as unbounded)
+    up = {"rz": 0, "rz_sticky": Fraction(1, 2), "rne": Fraction(1, 2)}.get(
+        cfg.align_rounding, Fraction(1))
+    bound = n_prod * psig + n_acc * acc + n * up * Fraction(1, 1 << max(0, cfg.frac_bits))
     cb = 0
     while bound >= 1 << (2 + cb):
         cb += 1
@@ -345,15 +353,28 @@ def _generates_subnormal(cfg: AccumulatorConfig) -> bool:
     an alignment quantum, 2^(g - F - 2) at the least."""
     b = _bounds(cfg)
     fc, fout = b["fc"], b["fout"]
-    low = b["g_p"]
+    low = g_p = _surviving_product_grid(cfg)
     chained = cfg.blocks > 1 or cfg.interleave == "pairs"
     acc_t = max(fc.t if b["c_in_blocks"] or cfg.algorithm == "sfma" else 0,
                 fout.t if chained or cfg.algorithm == "sfma" else 0)
     if acc_t:
-        low = min(low, b["g_p"] - 1 - acc_t)
+        low = min(low, g_p - 1 - acc_t)
     if cfg.align_rounding == "rz_sticky":
-        low = min(low, b["g_p"] - cfg.frac_bits - 2)
+        low = min(low, g_p - cfg.frac_bits - 2)
     return low < fout.emin
+
+
+def _surviving_product_grid(cfg: AccumulatorConfig) -> int:
+    """Exponent of the grid every non-zero product lies on: 2^(2 (in.emin - in.t)), or,
+    where products below binary32's smallest normal are flushed, 2^(-127 - t_a - t_b) (a
+    product P * 2^L with P < 2^(t_a + t_b + 2) reaches 2^-126 only if L >= -127 - t_a - t_b):
+    binary64 units that flush products never see one below 2^-233, so their blocks cannot
+    cancel down to a binary64 subnormal."""
+    b = _bounds(cfg)
+    if "products" not in cfg.flush or cfg.scale_format is not None:
+        return b["g_p"]
+    t_ab = b["fin"].t + get_format(cfg.b_fmt).t
+    return max(b["g_p"], -127 - t_ab)
 
 
 def _c_small(cfg: AccumulatorConfig) -> bool:
