@@ -292,7 +292,7 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
                 cfg, products_only=alg == "fdrda"):
             return ()
         cr = _correctly_rounded_pairs(cfg)
-        same = _gfdrda_same_alignment(cfg)
+        same = _gfdrda_same_alignment(cfg) | _bf16_pairs_ru_same_alignment(cfg)
         return tuple(v for v in ALIGN_ROUNDINGS if v != cfg.align_rounding
                      and not (cr and _correctly_rounded_pairs(cfg, align=v))
                      and not (same and v in same))
@@ -501,6 +501,34 @@ def _gfdrda_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
             cfg.carry_bits is None or cfg.carry_bits >= carry_needed(cfg)):
         return frozenset(("rd", "rz_sticky"))
     return frozenset()
+
+
+def _bf16_pairs_ru_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
+    """'rz' and 'rd' alignment give one unit for two-term blocks (nfma 1) of bfloat16
+    products and a bfloat16 accumulator (c and d bfloat16) under a round-up final rounding
+    with F >= 23.
+
+    They differ only on a negative term X with bits below q = 2^(E - F) (E: the block's
+    alignment exponent, set by the other, exact term Y): rd takes ceil(|X| / q) q off Y, rz
+    one quantum less, and round-up tells them apart only where Y -+ ceil(|X| / q) q lands
+    on the output's grid, i.e. |X| lies within q below a multiple m q of the output's ulp.
+    Y the accumulator (8 bits, exponent E), X a product (16 bits at most, A * B <= 255^2):
+    the ulp is 2^(E-8) or more, so |X| would need the 16 bits 2^16 - 1 (or 17) just below
+    it.  Y a product (at least 2^(E-7): a normal factor times at most a subnormal's 2^-7),
+    X the accumulator (8 bits, lowest bit below q): |X| < 2^(E-F+7) <= 2^(E-16) while the
+    ulp of the result is at least 2^(E-15).  Neither exists; a search over random, pool and
+    structured rows with accumulator.evaluate finds none either (while it tells rz from rd
+    at once under rne and rz)."""
+    if (cfg.algorithm != "fused" or cfg.nfma != 1 or cfg.interleave != "none"
+            or cfg.final_rounding != "ru" or cfg.align_rounding not in ("rz", "rd")
+            or cfg.in_format != "bfloat16" or cfg.b_fmt != "bfloat16"
+            or cfg.scale_format is not None or cfg.out_frac_bits is not None
+            or cfg.c_format != "bfloat16" or cfg.out_format != "bfloat16"
+            or cfg.frac_bits < 23):
+        return frozenset()
+    if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
+        return frozenset()
+    return frozenset(("rz", "rd"))
 
 
 def observable(cfg: AccumulatorConfig, feature: str) -> bool:
