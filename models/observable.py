@@ -481,8 +481,8 @@ def _gfdrda_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
     The term that sets a group's alignment exponent e keeps all of its bits when
     F >= 2t + 1 (a product's significand spans 2t fraction bits below e_a + e_b, its
     normalised exponent at most one more).  A group of one product is then exact: every
-    alignment rounding is the same.  A group of two has at most one inexact term x (the
-    other, exact, L is a multiple of the quantum q): 'rd' gives L + floor(x), 'rz_sticky'
+    alignment rounding is the same.  A group of two (or of one product wider than F) has
+    at most one inexact term x (the other, exact, L is a multiple of the quantum q): 'rd' gives L + floor(x), 'rz_sticky'
     L + trunc(x) +- q/2 (strictly between floor(x) and ceil(x)), and the round-down at
     2^(e_dot - F) >= q maps both to the same multiple; the carry limit is the same too
     (in half quanta for the sticky bit), so where no group sum can wrap, 'rd' and
@@ -492,13 +492,15 @@ def _gfdrda_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
     if cfg.algorithm != "fdrda" or cfg.interleave != "even_odd":
         return frozenset()
     fin = get_format(cfg.in_format)
-    if cfg.frac_bits < 2 * fin.t + 1:
-        return frozenset()
+    exact_top = cfg.frac_bits >= 2 * fin.t + 1
     group = cfg.nfma // 2
-    if group == 1:
+    if group == 1 and exact_top:
         return frozenset(ALIGN_ROUNDINGS)
-    if group == 2 and cfg.align_rounding in ("rd", "rz_sticky") and (
-            cfg.carry_bits is None or cfg.carry_bits >= carry_needed(cfg)):
+    # one inexact term at most: a group of one product (binary64 inputs, F < 2t + 1), or of
+    # two whose larger is exact
+    if (group == 1 or (group == 2 and exact_top)) and cfg.align_rounding in (
+            "rd", "rz_sticky") and (cfg.carry_bits is None
+                                    or cfg.carry_bits >= carry_needed(cfg)):
         return frozenset(("rd", "rz_sticky"))
     return frozenset()
 
