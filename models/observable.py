@@ -171,7 +171,8 @@ def carry_needed(cfg: AccumulatorConfig) -> int:
     In units of 2^emax (the block's alignment exponent) a product is at most
     max_sig^2 / 2^(2t) (below 4 when denormalised, 2 when normalised), the accumulator (c
     or an earlier block's result) below 2, and alignment may round each term up by one
-    quantum 2^-F; the fixed-point sum wraps at 2^(2 + carry_bits).
+    quantum 2^-F (rd), half of one (rne, rz_sticky) or not at all (rz); the fixed-point
+    sum wraps at 2^(2 + carry_bits).
     """
     b = _bounds(cfg)
     fin, fc, fout = b["fin"], b["fc"], b["fout"]
@@ -184,7 +185,14 @@ def carry_needed(cfg: AccumulatorConfig) -> int:
         n_prod = n
     n_acc = n - n_prod
     acc = max(Fraction(fc.max_sig, 1 << fc.t), Fraction(fout.max_sig, 1 << fout.t))
-    bound = n_prod * psig + n_acc * acc + n * Fraction(1, 1 << max(0, cfg.frac_bits))
+    # alignment moves a term's magnitude up by less than one quantum 2^-F (rd: a negative
+    # term's two's-complement truncation), by half of one at most (rne; rz_sticky: the
+    # truncation plus a sticky half quantum), and never (rz: truncation): with rz a sum of
+    # products just below 4 each stays below the next power of two (binary64 inputs at
+    # K = 2: two (2 - 2^-52)^2 never reach 8, so one carry bit is as good as unbounded)
+    up = {"rz": 0, "rz_sticky": Fraction(1, 2), "rne": Fraction(1, 2)}.get(
+        cfg.align_rounding, Fraction(1))
+    bound = n_prod * psig + n_acc * acc + n * up * Fraction(1, 1 << max(0, cfg.frac_bits))
     cb = 0
     while bound >= 1 << (2 + cb):
         cb += 1
@@ -284,8 +292,10 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
                 cfg, products_only=alg == "fdrda"):
             return ()
         cr = _correctly_rounded_pairs(cfg)
+        same = _gfdrda_same_alignment(cfg) | _bf16_pairs_ru_same_alignment(cfg)
         return tuple(v for v in ALIGN_ROUNDINGS if v != cfg.align_rounding
-                     and not (cr and _correctly_rounded_pairs(cfg, align=v)))
+                     and not (cr and _correctly_rounded_pairs(cfg, align=v))
+                     and not (same and v in same))
     if feature == "product_normalisation":
         if alg not in ("fused", "fdrda"):
             return ()
@@ -343,15 +353,28 @@ def _generates_subnormal(cfg: AccumulatorConfig) -> bool:
     an alignment quantum, 2^(g - F - 2) at the least."""
     b = _bounds(cfg)
     fc, fout = b["fc"], b["fout"]
-    low = b["g_p"]
+    low = g_p = _surviving_product_grid(cfg)
     chained = cfg.blocks > 1 or cfg.interleave == "pairs"
     acc_t = max(fc.t if b["c_in_blocks"] or cfg.algorithm == "sfma" else 0,
                 fout.t if chained or cfg.algorithm == "sfma" else 0)
     if acc_t:
-        low = min(low, b["g_p"] - 1 - acc_t)
+        low = min(low, g_p - 1 - acc_t)
     if cfg.align_rounding == "rz_sticky":
-        low = min(low, b["g_p"] - cfg.frac_bits - 2)
+        low = min(low, g_p - cfg.frac_bits - 2)
     return low < fout.emin
+
+
+def _surviving_product_grid(cfg: AccumulatorConfig) -> int:
+    """Exponent of the grid every non-zero product lies on: 2^(2 (in.emin - in.t)), or,
+    where products below binary32's smallest normal are flushed, 2^(-127 - t_a - t_b) (a
+    product P * 2^L with P < 2^(t_a + t_b + 2) reaches 2^-126 only if L >= -127 - t_a - t_b):
+    binary64 units that flush products never see one below 2^-233, so their blocks cannot
+    cancel down to a binary64 subnormal."""
+    b = _bounds(cfg)
+    if "products" not in cfg.flush or cfg.scale_format is not None:
+        return b["g_p"]
+    t_ab = b["fin"].t + get_format(cfg.b_fmt).t
+    return max(b["g_p"], -127 - t_ab)
 
 
 def _c_small(cfg: AccumulatorConfig) -> bool:
@@ -448,6 +471,66 @@ def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
     below = 0 if "inputs" in cfg.flush else 2 * fin.t
     thr = max(t_out + 1 + extra + below, max(widths) - lost)
     return 23 + (cfg.neab if neab is None else neab) >= thr
+
+
+def _gfdrda_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
+    """Alignment roundings that give the same GFDRDA unit as cfg's own (interleave
+    'even_odd': the even and the odd products are fused in groups of nfma / 2, each group
+    sum rounded down at 2^(e_dot - F) before the two are added, [XWYY25] Sec. IV-H).
+
+    The term that sets a group's alignment exponent e keeps all of its bits when
+    F >= 2t + 1 (a product's significand spans 2t fraction bits below e_a + e_b, its
+    normalised exponent at most one more).  A group of one product is then exact: every
+    alignment rounding is the same.  A group of two (or of one product wider than F) has
+    at most one inexact term x (the other, exact, L is a multiple of the quantum q): 'rd' gives L + floor(x), 'rz_sticky'
+    L + trunc(x) +- q/2 (strictly between floor(x) and ceil(x)), and the round-down at
+    2^(e_dot - F) >= q maps both to the same multiple; the carry limit is the same too
+    (in half quanta for the sticky bit), so where no group sum can wrap, 'rd' and
+    'rz_sticky' are one unit (a search over pool, structured and random rows with
+    accumulator.evaluate finds no input telling them apart, binary16/bfloat16/e4m3fnuz
+    at nfma 2 and 4)."""
+    if cfg.algorithm != "fdrda" or cfg.interleave != "even_odd":
+        return frozenset()
+    fin = get_format(cfg.in_format)
+    exact_top = cfg.frac_bits >= 2 * fin.t + 1
+    group = cfg.nfma // 2
+    if group == 1 and exact_top:
+        return frozenset(ALIGN_ROUNDINGS)
+    # one inexact term at most: a group of one product (binary64 inputs, F < 2t + 1), or of
+    # two whose larger is exact
+    if (group == 1 or (group == 2 and exact_top)) and cfg.align_rounding in (
+            "rd", "rz_sticky") and (cfg.carry_bits is None
+                                    or cfg.carry_bits >= carry_needed(cfg)):
+        return frozenset(("rd", "rz_sticky"))
+    return frozenset()
+
+
+def _bf16_pairs_ru_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
+    """'rz' and 'rd' alignment give one unit for two-term blocks (nfma 1) of bfloat16
+    products and a bfloat16 accumulator (c and d bfloat16) under a round-up final rounding
+    with F >= 23.
+
+    They differ only on a negative term X with bits below q = 2^(E - F) (E: the block's
+    alignment exponent, set by the other, exact term Y): rd takes ceil(|X| / q) q off Y, rz
+    one quantum less, and round-up tells them apart only where Y -+ ceil(|X| / q) q lands
+    on the output's grid, i.e. |X| lies within q below a multiple m q of the output's ulp.
+    Y the accumulator (8 bits, exponent E), X a product (16 bits at most, A * B <= 255^2):
+    the ulp is 2^(E-8) or more, so |X| would need the 16 bits 2^16 - 1 (or 17) just below
+    it.  Y a product (at least 2^(E-7): a normal factor times at most a subnormal's 2^-7),
+    X the accumulator (8 bits, lowest bit below q): |X| < 2^(E-F+7) <= 2^(E-16) while the
+    ulp of the result is at least 2^(E-15).  Neither exists; a search over random, pool and
+    structured rows with accumulator.evaluate finds none either (while it tells rz from rd
+    at once under rne and rz)."""
+    if (cfg.algorithm != "fused" or cfg.nfma != 1 or cfg.interleave != "none"
+            or cfg.final_rounding != "ru" or cfg.align_rounding not in ("rz", "rd")
+            or cfg.in_format != "bfloat16" or cfg.b_fmt != "bfloat16"
+            or cfg.scale_format is not None or cfg.out_frac_bits is not None
+            or cfg.c_format != "bfloat16" or cfg.out_format != "bfloat16"
+            or cfg.frac_bits < 23):
+        return frozenset()
+    if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
+        return frozenset()
+    return frozenset(("rz", "rd"))
 
 
 def observable(cfg: AccumulatorConfig, feature: str) -> bool:
