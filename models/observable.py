@@ -483,8 +483,8 @@ def _gfdrda_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
     normalised exponent at most one more).  A group of one product is then exact: every
     alignment rounding is the same.  A group of two (or of one product wider than F) has
     at most one inexact term x (the other, exact, L is a multiple of the quantum q): 'rd'
-    gives L + floor(x), 'rz_sticky' L + trunc(x) +- q/2 (strictly between floor(x) and ceil(x)), and the round-down at
-    2^(e_dot - F) >= q maps both to the same multiple; the carry limit is the same too
+    gives L + floor(x), 'rz_sticky' L + trunc(x) +- q/2 (strictly between floor(x) and
+    ceil(x)), and the round-down at 2^(e_dot - F) >= q maps both to the same multiple; the carry limit is the same too
     (in half quanta for the sticky bit), so where no group sum can wrap, 'rd' and
     'rz_sticky' are one unit (a search over pool, structured and random rows with
     accumulator.evaluate finds no input telling them apart, binary16/bfloat16/e4m3fnuz
