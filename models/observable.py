@@ -478,17 +478,16 @@ def _gfdrda_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
     'even_odd': the even and the odd products are fused in groups of nfma / 2, each group
     sum rounded down at 2^(e_dot - F) before the two are added, [XWYY25] Sec. IV-H).
 
-    The term that sets a group's alignment exponent e keeps all of its bits when
-    F >= 2t + 1 (a product's significand spans 2t fraction bits below e_a + e_b, its
-    normalised exponent at most one more).  A group of one product is then exact: every
-    alignment rounding is the same.  A group of two (or of one product wider than F) has
-    at most one inexact term x (the other, exact, L is a multiple of the quantum q): 'rd'
-    gives L + floor(x), 'rz_sticky' L + trunc(x) +- q/2 (strictly between floor(x) and
-    ceil(x)), and the round-down at 2^(e_dot - F) >= q maps both to the same multiple; the carry limit is the same too
-    (in half quanta for the sticky bit), so where no group sum can wrap, 'rd' and
-    'rz_sticky' are one unit (a search over pool, structured and random rows with
-    accumulator.evaluate finds no input telling them apart, binary16/bfloat16/e4m3fnuz
-    at nfma 2 and 4)."""
+    The term that sets a group's alignment exponent e keeps all of its bits when F >= 2t + 1 (a
+    product's significand spans 2t fraction bits below e_a + e_b, its normalised exponent at
+    most one more).  A group of one product is then exact: every alignment rounding is the same.
+    A group of two (or of one product wider than F) has at most one inexact term x (the other,
+    exact, L is a multiple of the quantum q): 'rd' gives L + floor(x), 'rz_sticky' L + trunc(x)
+    +- q/2 (strictly between floor(x) and ceil(x)), and the round-down at 2^(e_dot - F) >= q
+    maps both to the same multiple; the carry limit is the same too (in half quanta for the
+    sticky bit), so where no group sum can wrap, 'rd' and 'rz_sticky' are one unit (a search
+    over pool, structured and random rows with accumulator.evaluate finds no input telling them
+    apart, binary16/bfloat16/e4m3fnuz at nfma 2 and 4)."""
     if cfg.algorithm != "fdrda" or cfg.interleave != "even_odd":
         return frozenset()
     fin = get_format(cfg.in_format)
