@@ -1,0 +1,107 @@
+"""The probe-by-space matrix of issue 10: every input format x output format x K in 2..64 x
+algorithm of models/spaces/matrix.yaml, checked with the whole library.
+
+``python3 tests/probes/probe_matrix.py [-o FILE]`` prints the feature x input format x algorithm
+table (decided + known gap / observable, '*' where some configuration is left undecided)
+and writes the counts as JSON; ``--write-baseline`` writes them to
+tests/probes/matrix_baseline.json, which the slow test ``test_matrix_full`` holds the library
+to (0 wrong everywhere; no cell may leave more configurations undecided than it records).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from mmaprobe.models.space import SPACES_DIR, CandidateSpace, load_spaces
+from mmaprobe.probes.checker import CheckReport, run_check_parallel
+from mmaprobe.probes.gaps import load_gaps
+from mmaprobe.probes.library import library_files, load_probes
+
+ALL_IN = ["binary64", "binary32", "tf32", "bfloat16", "binary16", "e4m3", "e5m2", "e4m3fnuz",
+          "e5m2fnuz", "e2m3", "e3m2", "e2m1"]
+ALL_OUT = ["binary64", "binary32", "binary16", "bfloat16"]
+ALL_K = [2, 4, 8, 16, 32, 64]
+ALGORITHMS = ["fused", "sfma", "gps", "fdrda"]
+BASELINE = Path(__file__).with_name("matrix_baseline.json")
+
+
+def matrix_spaces(fin: str) -> list[CandidateSpace]:
+    """The matrix template instantiated for one input format, every output format and K."""
+    spaces = []
+    for fout in ALL_OUT:
+        for k in ALL_K:
+            (sp,) = load_spaces([SPACES_DIR / "matrix.yaml"], (fin, fout, fout, k))
+            sp.id = f"matrix-{fin}-{fout}-k{k}"
+            spaces.append(sp)
+    return spaces
+
+
+def check_format(fin: str, jobs: int = 2) -> CheckReport:
+    return run_check_parallel(load_probes(library_files()), matrix_spaces(fin), jobs,
+                              gaps=load_gaps())
+
+
+def cells(fin: str, rep: CheckReport) -> dict[str, dict]:
+    """'feature|in|algorithm' -> observable, decided, gap, undecided; 'wrong|in' -> wrong."""
+    out: dict[str, dict] = {}
+    for c in rep.coverage:
+        for alg, (obs, dec, gap) in c.by_algorithm.items():
+            cell = out.setdefault(f"{c.feature}|{fin}|{alg}",
+                                  {"observable": 0, "decided": 0, "gap": 0, "undecided": 0})
+            cell["observable"] += obs
+            cell["decided"] += dec
+            cell["gap"] += gap
+            cell["undecided"] += obs - dec - gap
+    out[f"wrong|{fin}"] = {"wrong": sum(r.wrong for r in rep.results),
+                           "errors": sum(len(r.errors) for r in rep.results)}
+    return out
+
+
+def table(counts: dict[str, dict]) -> str:
+    lines = [f"{'feature':22s} {'in':9s} " + " ".join(f"{a:>15s}" for a in ALGORITHMS)]
+    features = sorted({k.split("|")[0] for k in counts if not k.startswith("wrong|")},
+                      key=lambda f: [c.split("|")[0] for c in counts].index(f))
+    for f in features:
+        for fin in ALL_IN:
+            row = []
+            for a in ALGORITHMS:
+                c = counts.get(f"{f}|{fin}|{a}")
+                if not c or not c["observable"]:
+                    row.append("-")
+                    continue
+                mark = "*" if c["undecided"] else " "
+                row.append(f"{c['decided']}+{c['gap']}/{c['observable']}{mark}")
+            if any(x != "-" for x in row):
+                lines.append(f"{f:22s} {fin:9s} " + " ".join(f"{x:>15s}" for x in row))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--in", dest="fin", action="append", help="only these input formats")
+    ap.add_argument("-o", "--output", help="write the counts as JSON here")
+    ap.add_argument("--write-baseline", action="store_true")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args(argv)
+    counts: dict[str, dict] = {}
+    t0 = time.time()
+    for fin in args.fin or ALL_IN:
+        counts.update(cells(fin, check_format(fin, args.jobs)))
+        print(f"{fin}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+    print(table(counts))
+    und = sum(c.get("undecided", 0) for c in counts.values())
+    obs = sum(c.get("observable", 0) for c in counts.values())
+    wrong = sum(c.get("wrong", 0) for c in counts.values())
+    print(f"{obs} observable configuration-features, {und} undecided, {wrong} wrong decisions; "
+          f"{time.time() - t0:.0f} s")
+    for path in filter(None, [args.output, BASELINE if args.write_baseline else None]):
+        Path(path).write_text(json.dumps(counts, indent=0, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
