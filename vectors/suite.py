@@ -123,13 +123,19 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
     documents: dict[str, Any] = {}
     for p in pipeline_order(probes):
         bindings: list[dict[str, int]] = []
+        holds: dict[tuple, bool] = {}  # applies_when per binding: many configurations share one
+        fields = set(p.requires) | set(p.when)
         for cfg in sp.configs:
-            truth = {n: feature_value(cfg, n) for n in set(p.requires) | set(p.when)}
-            if not p.when_matches(truth):
+            if not p.when_matches({n: feature_value(cfg, n) for n in fields}):
                 continue
             bnd = expression_bindings(cfg, p.requires)
-            if bnd not in bindings and p.applies_to_config(cfg) and p.applies_when_holds(
-                    sp.in_format, sp.c_format, sp.out_format, sp.k, bnd):
+            if bnd in bindings or not p.applies_to_config(cfg):
+                continue
+            key = tuple(sorted(bnd.items()))
+            if key not in holds:
+                holds[key] = p.applies_when_holds(sp.in_format, sp.c_format, sp.out_format,
+                                                  sp.k, bnd)
+            if holds[key]:
                 bindings.append(bnd)
         if not bindings:
             continue
