@@ -10,13 +10,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from mmaprobe.models.errors import InputError
-from mmaprobe.models.formats import FormatError, get_format
 from mmaprobe.models.space import canonical_shape, space_for
 
 from . import cliargs
 from . import identify as ident_mod
 from . import infer as infer_mod
-from .devices import EXEC_TIMEOUT, KINDS, device_from_args
+from .devices import EXEC_TIMEOUT, KINDS, device_from_args, operands_from_args
 from .output import check_creatable, check_output, write_atomic, write_files
 from .suite import SuiteOptions, build_suite, check_options
 from .suitefile import (
@@ -43,12 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--c", dest="fc", help="accumulator (c) format (default: the output format)")
     p.add_argument("--k", type=cliargs.k_value, required=True,
                    help="products per output element")
-    p.add_argument("--b", dest="fb", help="b's format where it differs from --in (e.g. e5m2 "
-                                          "for e4m3 x e5m2)")
-    p.add_argument("--scale", dest="scale_format", choices=["ue8m0", "ue4m3"],
-                   help="block scaling: the scale factors' format (with --scale-block)")
-    p.add_argument("--scale-block", type=cliargs.positive_int,
-                   help="block scaling: products per scale factor")
+    add_operand_args(p)
     p.add_argument("--space", help="candidate space YAML (default: the neighbourhood space)")
     p.add_argument("--seed", type=cliargs.seed, default=0)
     p.add_argument("--random", type=cliargs.count, default=64,
@@ -94,6 +88,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_identify)
 
 
+def add_operand_args(p: argparse.ArgumentParser) -> None:
+    """--b, --scale and --scale-block: b's own format and block scaling."""
+    p.add_argument("--b", dest="fb", help="b's format where it differs from --in (e.g. e5m2 "
+                                          "for e4m3 x e5m2)")
+    p.add_argument("--scale", dest="scale_format", choices=["ue8m0", "ue4m3"],
+                   help="block scaling: the scale factors' format (with --scale-block)")
+    p.add_argument("--scale-block", type=cliargs.positive_int,
+                   help="block scaling: products per scale factor")
+
+
 def add_device_args(p: argparse.ArgumentParser, shape: bool = False) -> None:
     """--preset / --config / --device (one of them), --device-timeout, and with shape the
     formats and K of a device that does not know its own (exec:)."""
@@ -109,11 +113,12 @@ def add_device_args(p: argparse.ArgumentParser, shape: bool = False) -> None:
         p.add_argument("--out", dest="fout", help="output format of an exec: device")
         p.add_argument("--c", dest="fc", help="c format of an exec: device (default: --out)")
         p.add_argument("--k", type=cliargs.k_value, help="K of an exec: device")
+        add_operand_args(p)
 
 
 def cmd_suite(args: argparse.Namespace) -> int:
     fin, fc, fout, k = canonical_shape(args.fin, args.fc, args.fout, args.k)
-    operands = suite_operands(args, fin, k)
+    operands = operands_from_args(args, fin, k)
     opts = SuiteOptions(seed=args.seed, random=args.random, pool=args.pool,
                         smt_seconds=args.smt_seconds, use_smt=args.smt_seconds > 0)
     check_options(opts, k)
@@ -171,23 +176,6 @@ def _device_inputs(args: argparse.Namespace) -> list[str]:
     return out
 
 
-def suite_operands(args: argparse.Namespace, fin: str, k: int):
-    """(b format, scale_format, scale_block) from --b, --scale and --scale-block, or None."""
-    fb = None
-    if args.fb:
-        try:
-            fb = get_format(args.fb).name
-        except FormatError as e:
-            raise InputError(f"--b: {e}") from None
-    if (args.scale_format is None) != (args.scale_block is None):
-        raise InputError("--scale and --scale-block go together (block scaling)")
-    if args.scale_block is not None and (args.scale_block < 1 or k % args.scale_block):
-        raise InputError(f"--scale-block must divide --k {k}, got {args.scale_block}")
-    if fb in (None, fin) and args.scale_format is None:
-        return None
-    return fb or fin, args.scale_format, args.scale_block
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     suite = read_suite(args.suite)
     inputs = [args.suite, *_device_inputs(args), *layout_inputs(suite)]
@@ -195,7 +183,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     shape = (suite.in_format, suite.c_format, suite.out_format, suite.k)
     dev = device_from_args(args)
     dev.check_shape(shape, args.suite)  # the message names the suite
-    dev = dev.with_shape(shape)
+    dev = dev.with_shape(shape, suite.operands)
     dev.check_shape(shape, args.suite, suite.operands)
     device = dev.name
     d = dev.run(suite.a, suite.b, suite.c)

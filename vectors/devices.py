@@ -40,6 +40,7 @@ import numpy as np
 from mmaprobe.models.accumulator import evaluate
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.errors import InputError, MmaprobeError
+from mmaprobe.models.formats import FormatError, get_format
 from mmaprobe.models.presets import get_preset
 from mmaprobe.models.space import canonical_shape
 
@@ -96,11 +97,19 @@ class Device:
 
     __call__ = run
 
-    def with_shape(self, shape: Shape) -> Device:
-        """This device for rows of ``shape`` (an error if it has another)."""
+    def with_shape(self, shape: Shape,
+                   operands: tuple[str, str | None, int | None] | None = None) -> Device:
+        """This device for rows of ``shape`` (an error if it has another).  A device that
+        knows no shape (``exec:``) also takes the flow's ``operands`` (b's format and block
+        scaling), and passes them on to its harness."""
         if self.shape is None:
-            return replace(self, shape=tuple(shape))
-        self.check_shape(shape, self.name)
+            ops = None if operands is None or tuple(operands) == (shape[0], None, None) \
+                else tuple(operands)
+            runner = self.runner
+            if isinstance(runner, ExecDevice):
+                runner = replace(runner, operands=ops)
+            return replace(self, shape=tuple(shape), operands=ops, runner=runner)
+        self.check_shape(shape, self.name, operands)
         return self
 
     def check_shape(self, shape: Shape, what: str,
@@ -140,7 +149,9 @@ class ExecDevice:
 
     Protocol: mmaprobe writes the rows as a suite file (JSON, ``schema: mmaprobe-suite``,
     version 1: ``formats`` {in, c, out}, ``k``, and ``vectors``, each with an ``id`` and
-    hex bit patterns ``a`` (K), ``b`` (K), ``c``) to a temporary file IN and runs
+    hex bit patterns ``a`` (K), ``b`` (K), ``c``; where b has a format of its own,
+    ``formats.b``; with block scaling, ``formats.scale``, ``scale_block`` and each vector's
+    ``scale_a`` and ``scale_b``) to a temporary file IN and runs
     ``CMD IN OUT`` (CMD split like a shell command line, no shell).  The harness writes an
     observed file (JSON, ``schema: mmaprobe-observed``, version 1, the same ``formats`` and
     ``k``, and ``outputs``: one {``id``, ``d``} per vector, d a hex bit pattern) to OUT and
@@ -151,6 +162,7 @@ class ExecDevice:
 
     command: str
     timeout: float = EXEC_TIMEOUT
+    operands: tuple[str, str | None, int | None] | None = None  # b format, scale fmt, block
 
     def argv(self) -> list[str]:
         try:
@@ -166,7 +178,9 @@ class ExecDevice:
                  ) -> np.ndarray:
         fin, fc, fout, k = shape
         ids = [f"row.{i:07d}" for i in range(len(c))]
-        suite = Suite(fin, fc, fout, k, ids, a, b, c, [{"kind": "row"}] * len(c))
+        b_fmt, scale_format, scale_block = self.operands or (None, None, None)
+        suite = Suite(fin, fc, fout, k, ids, a, b, c, [{"kind": "row"}] * len(c),
+                      b_format=b_fmt, scale_format=scale_format, scale_block=scale_block)
         argv = self.argv()
         with tempfile.TemporaryDirectory(prefix="mmaprobe-exec-") as tmp:
             src, dst = Path(tmp) / "in.json", Path(tmp) / "out.json"
@@ -289,8 +303,32 @@ def device_from_args(args) -> Device:
     dev = parse_device(value if kind == "device" else f"{kind}:{value}",
                        getattr(args, "device_timeout", EXEC_TIMEOUT))
     fin, fout, k = (getattr(args, n, None) for n in ("fin", "fout", "k"))
+    if not (fin or fout or k) and any(getattr(args, n, None) for n in (
+            "fb", "scale_format", "scale_block")):
+        raise InputError("--b, --scale and --scale-block describe an exec: device's operands: "
+                         "give them with --in, --out and --k")
     if fin or fout or k:
         if not (fin and fout and k):
             raise InputError("--in, --out and --k go together (the device's formats and K)")
-        dev = dev.with_shape(canonical_shape(fin, getattr(args, "fc", None), fout, k))
+        shape = canonical_shape(fin, getattr(args, "fc", None), fout, k)
+        dev = dev.with_shape(shape, operands_from_args(args, shape[0], shape[3]))
     return dev
+
+
+def operands_from_args(args, fin: str, k: int) -> tuple[str, str | None, int | None] | None:
+    """(b format, scale_format, scale_block) from --b, --scale and --scale-block, or None."""
+    fb = None
+    if getattr(args, "fb", None):
+        try:
+            fb = get_format(args.fb).name
+        except FormatError as e:
+            raise InputError(f"--b: {e}") from None
+    scale_format = getattr(args, "scale_format", None)
+    scale_block = getattr(args, "scale_block", None)
+    if (scale_format is None) != (scale_block is None):
+        raise InputError("--scale and --scale-block go together (block scaling)")
+    if scale_block is not None and (scale_block < 1 or k % scale_block):
+        raise InputError(f"--scale-block must divide --k {k}, got {scale_block}")
+    if fb in (None, fin) and scale_format is None:
+        return None
+    return fb or fin, scale_format, scale_block

@@ -3,6 +3,7 @@ cuda: without a GPU, and survey on a virtual GPU."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -17,9 +18,10 @@ from mmaprobe.models.errors import MmaprobeError
 from mmaprobe.models.presets import get_preset
 from mmaprobe.models.space import neighbourhood
 from mmaprobe.vectors.cli import main
-from mmaprobe.vectors.devices import DeviceError, parse_device
+from mmaprobe.vectors.devices import DeviceError, device_from_args, parse_device
 from mmaprobe.vectors.identify import identify
 from mmaprobe.vectors.rowsfile import format_rows, parse_rows, read_rows
+from mmaprobe.vectors.suitefile import Suite, write_suite
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 SUITE = ["suite", "--in", "binary16", "--out", "binary32", "--k", "4", "--random", "8",
@@ -181,3 +183,57 @@ def test_survey_virtual_gpu(tmp_path, capsys):
     assert main(["survey", "--device", "virtual:NoSuchGPU"]) == 2
     assert main(["survey", "--device", "preset:v100-fp16-fp16", "--instr", "x"]) == 2
     assert os.path.exists(report)
+
+
+MODEL_HARNESS = (
+    "import sys\n"
+    "from mmaprobe.models.presets import get_preset\n"
+    "from mmaprobe.vectors.suitefile import Observed, read_suite, write_observed\n"
+    "from mmaprobe.models.accumulator import evaluate\n"
+    "s = read_suite(sys.argv[1])\n"
+    "cfg = get_preset(sys.argv[3] if len(sys.argv) > 3 else '{preset}').config\n"
+    "assert s.operands == cfg.operands, (s.operands, cfg.operands)\n"
+    "d = evaluate(cfg, s.a, s.b, s.c)\n"
+    "write_observed(sys.argv[2], Observed(s.ids, d, s.out_format), s)\n")
+
+
+@pytest.mark.parametrize("preset, flags", [
+    ("h100-e4m3xe5m2-fp32-mma", ["--b", "e5m2"]),
+    ("b200-e4m3-fp32-ue8m0-b32", ["--scale", "ue8m0", "--scale-block", "32"]),
+])
+def test_exec_harness_gets_b_format_and_scale_factors(preset, flags, tmp_path, capsys):
+    """An exec: harness is handed b's own format and the scale factors (formats.b,
+    formats.scale, scale_block, scale_a/scale_b): its outputs equal the preset's."""
+    cfg = get_preset(preset).config
+    rng = np.random.default_rng(7)
+    n, k = 64, cfg.k
+    sblock = cfg.scale_block
+    width = k + (k // sblock if sblock else 0)
+    a = rng.integers(0, 256, (n, width), dtype=np.uint64)
+    b = rng.integers(0, 256, (n, width), dtype=np.uint64)
+    if sblock:  # UE8M0 scale factors 2^-7 .. 2^7 after the K values
+        a[:, k:] = rng.integers(120, 135, (n, width - k))
+        b[:, k:] = rng.integers(120, 135, (n, width - k))
+    c = rng.integers(0, 2**32, n, dtype=np.uint64)
+    suite = tmp_path / "s.json"
+    write_suite(suite, Suite(cfg.in_format, cfg.c_format, cfg.out_format, k,
+                             [f"r{i}" for i in range(n)], a, b, c, [{"kind": "random"}] * n,
+                             b_format=cfg.b_format, scale_format=cfg.scale_format,
+                             scale_block=sblock))
+    dev = _script(tmp_path, "model.py", MODEL_HARNESS.format(preset=preset))
+    got, want = tmp_path / "exec.json", tmp_path / "model.json"
+    assert main(["run", str(suite), "--device", dev, "-o", str(got)]) == 0
+    assert main(["run", str(suite), "--preset", preset, "-o", str(want)]) == 0
+    outs = [[o["d"] for o in json.loads(p.read_text())["outputs"]] for p in (got, want)]
+    assert outs[0] == outs[1] and len(outs[0]) == n
+    # identify and survey take the same operands for a device that knows no shape
+    args = argparse.Namespace(device=dev, preset=None, config=None, device_timeout=60.0,
+                              fin=cfg.in_format, fout=cfg.out_format, fc=None, k=cfg.k,
+                              fb=dict(zip(flags, flags[1:])).get("--b"),
+                              scale_format=dict(zip(flags, flags[1:])).get("--scale"),
+                              scale_block=cfg.scale_block)
+    shaped = device_from_args(args)
+    assert shaped.operands == cfg.operands == shaped.runner.operands
+    capsys.readouterr()
+    assert main(["identify", "--device", dev, *flags]) == 2
+    assert "give them with --in, --out and --k" in capsys.readouterr().err
