@@ -224,10 +224,7 @@ def _families(doc: Doc) -> list[tuple[tuple, dict[str, Any]]]:
         path = ("families", i)
         if not isinstance(fam, dict):
             raise doc.error(path, "expected a mapping {id, fixed, vary, exclude, only_out}")
-        unknown = sorted(str(x) for x in set(fam) - FAMILY_KEYS)
-        if unknown:
-            raise doc.error(path + (unknown[0],), f"unknown field; valid: "
-                                                  f"{', '.join(sorted(FAMILY_KEYS))}")
+        doc.check_keys(path, fam, FAMILY_KEYS)
         ffixed = dict(fixed)
         ffixed.update(_check_fields(doc, path + ("fixed",), fam.get("fixed"), lists=False))
         fvary = dict(vary)
@@ -274,9 +271,7 @@ def parse_space(doc: Doc, shape: Shape | None = None,
     d = doc.data
     if not isinstance(d, dict):
         raise doc.error((), "expected a mapping (a candidate space)")
-    unknown = sorted(str(x) for x in set(d) - SPACE_KEYS)
-    if unknown:
-        raise doc.error((unknown[0],), f"unknown field; valid: {', '.join(sorted(SPACE_KEYS))}")
+    doc.check_keys((), d, SPACE_KEYS)
     if "id" not in d or not isinstance(d["id"], str) or not d["id"].strip():
         raise doc.error(("id",), "expected a required field 'id' (a non-empty string)")
     template = d.get("template", False)

@@ -16,6 +16,7 @@ error naming the file and line: anchors and aliases (exponential expansion), mer
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,15 @@ class Doc:
     def error(self, path: FieldPath, message: str) -> SchemaError:
         field = ".".join(str(x) for x in path) or "(document)"
         return SchemaError(f"{self.file}:{self.line(path)}: {field}: {message}")
+
+    def check_keys(self, path: FieldPath, mapping: dict, valid: Iterable[str],
+                   label: str = "valid") -> None:
+        """A SchemaError at the first unknown key of ``mapping`` (sorted), listing the valid
+        ones."""
+        unknown = sorted(str(k) for k in set(mapping) - set(valid))
+        if unknown:
+            raise self.error(path + (unknown[0],),
+                             f"unknown field; {label}: {', '.join(sorted(valid))}")
 
 
 def _scalar(node: yaml.ScalarNode, file: str) -> Any:

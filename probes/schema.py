@@ -104,10 +104,7 @@ def parse_probe(doc: Doc) -> Probe:
     d = doc.data
     if not isinstance(d, dict):
         raise doc.error((), "expected a mapping (a probe document)")
-    unknown = sorted(str(x) for x in set(d) - PROBE_KEYS)
-    if unknown:
-        raise doc.error((unknown[0],), f"unknown field; valid fields: "
-                                       f"{', '.join(sorted(PROBE_KEYS))}")
+    doc.check_keys((), d, PROBE_KEYS, "valid fields")
     for key in REQUIRED_KEYS:
         _need(doc, key in d, (), f"required field {key!r}")
     _need(doc, isinstance(d["id"], str) and bool(ID_RE.match(d["id"])), ("id",),
@@ -216,10 +213,7 @@ def _parse_vectors(doc: Doc) -> list[VectorSpec]:
     for i, v in enumerate(d["vectors"]):
         path = ("vectors", i)
         _need(doc, isinstance(v, dict), path, "a mapping with name, a, b, c (and sweep)")
-        unknown = sorted(str(x) for x in set(v) - VECTOR_KEYS)
-        if unknown:
-            raise doc.error(path + (unknown[0],), f"unknown field; valid: "
-                                                  f"{', '.join(sorted(VECTOR_KEYS))}")
+        doc.check_keys(path, v, VECTOR_KEYS)
         name = v.get("name", f"v{i}")
         _need(doc, isinstance(name, str) and bool(NAME_RE.match(name)) and name not in names,
               path + ("name",), "a unique lower-case name")
@@ -265,10 +259,7 @@ def _parse_rules(doc: Doc, feature: str, sweeps: set[str]) -> list[Rule]:
         path = ("decide", i)
         _need(doc, isinstance(r, dict), path, "a rule mapping (if/first/then/not_found or "
                                               "otherwise)")
-        unknown = sorted(str(x) for x in set(r) - RULE_KEYS)
-        if unknown:
-            raise doc.error(path + (unknown[0],), f"unknown field; valid: "
-                                                  f"{', '.join(sorted(RULE_KEYS))}")
+        doc.check_keys(path, r, RULE_KEYS)
         if "otherwise" in r:
             _need(doc, set(r) == {"otherwise"}, path, "'otherwise' alone in its rule")
             _need(doc, i == len(d["decide"]) - 1, path, "'otherwise' as the last rule")

@@ -73,10 +73,7 @@ def load_claims(path: Path | str) -> ClaimSuite:
         path_ = ("claims", i)
         if not isinstance(c, dict):
             raise doc.error(path_, "expected a claim mapping")
-        unknown = sorted(str(k) for k in set(c) - CLAIM_KEYS)
-        if unknown:
-            raise doc.error(path_ + (unknown[0],), f"unknown field; valid: "
-                                                   f"{', '.join(sorted(CLAIM_KEYS))}")
+        doc.check_keys(path_, c, CLAIM_KEYS)
         for key in ("id", "claim", "kind", "set", "gpus"):
             if key not in c:
                 raise doc.error(path_, f"expected required field {key!r}")
