@@ -1,15 +1,18 @@
 """Model-based discrimination: outputs of many configurations on many rows, and row choice.
 
 ``outputs_matrix`` evaluates every configuration on every row (one vectorised model call per
-configuration over all rows).  ``split_scores`` scores every row by how evenly it splits
-the current classes (sum of squared class sizes after the split: the number of ordered
-configuration pairs the row leaves together), all rows at once with one sort.
+configuration over all rows; with ``jobs`` > 1, large matrices are shared out over forked
+processes by blocks of configurations).  ``split_scores`` scores every row by how evenly it
+splits the current classes (sum of squared class sizes after the split: the number of
+ordered configuration pairs the row leaves together), all rows at once with one sort.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
@@ -19,11 +22,26 @@ from .config import AccumulatorConfig
 _MIX1 = np.uint64(0x9E3779B97F4A7C15)
 _MIX2 = np.uint64(0xBF58476D1CE4E5B9)
 
+#: configurations x rows x K below which one process is faster than forking workers
+PARALLEL_WORK = 4_000_000
+
 
 def outputs_matrix(configs: Sequence[AccumulatorConfig], a: np.ndarray, b: np.ndarray,
-                   c: np.ndarray, progress: Callable[[str], None] | None = None) -> np.ndarray:
+                   c: np.ndarray, progress: Callable[[str], None] | None = None,
+                   jobs: int = 1) -> np.ndarray:
     """uint64 array (len(configs), N): output bits of each configuration on each row
-    (each distinct row is evaluated once)."""
+    (each distinct row is evaluated once; in up to ``jobs`` processes when the matrix is
+    large, with the same result).
+
+    >>> from mmaprobe.models.presets import get_preset
+    >>> rz = get_preset("v100-fp16-fp32").config              # truncates
+    >>> rn = dataclasses.replace(rz, final_rounding="rne")
+    >>> a = np.array([[0x3FFF, 0x3FFF, 0, 0]] * 3, np.uint64)  # 2 * (2 - 2^-10) ...
+    >>> b = np.array([[0x3C00, 0x3C00, 0, 0]] * 3, np.uint64)
+    >>> c = np.array([0x34C00000, 0, 0x34C00000], np.uint64)   # ... + 1.5 * 2^-22
+    >>> [[hex(int(x)) for x in row] for row in outputs_matrix([rz, rn], a, b, c)]
+    [['0x407fe001', '0x407fe000', '0x407fe001'], ['0x407fe002', '0x407fe000', '0x407fe002']]
+    """
     a, b, c = np.asarray(a, np.uint64), np.asarray(b, np.uint64), np.asarray(c, np.uint64)
     inv = None
     if a.shape[0] > 1:
@@ -34,12 +52,41 @@ def outputs_matrix(configs: Sequence[AccumulatorConfig], a: np.ndarray, b: np.nd
             a, b, c = a[first], b[first], c[first]
         else:
             inv = None
+    if jobs > 1 and len(configs) > 1 and len(configs) * a.size >= PARALLEL_WORK:
+        out = _outputs_parallel(configs, a, b, c, progress, jobs)
+    else:
+        out = np.empty((len(configs), a.shape[0]), dtype=np.uint64)
+        for i, cfg in enumerate(configs):
+            if progress and i and i % 500 == 0:
+                progress(f"evaluated {i}/{len(configs)} configurations on {a.shape[0]} rows")
+            out[i] = evaluate(cfg, a, b, c)
+    return out if inv is None else out[:, inv]
+
+
+def _outputs_block(job: tuple) -> np.ndarray:
+    configs, a, b, c = job
     out = np.empty((len(configs), a.shape[0]), dtype=np.uint64)
     for i, cfg in enumerate(configs):
-        if progress and i and i % 500 == 0:
-            progress(f"evaluated {i}/{len(configs)} configurations on {a.shape[0]} rows")
         out[i] = evaluate(cfg, a, b, c)
-    return out if inv is None else out[:, inv]
+    return out
+
+
+def _outputs_parallel(configs, a, b, c, progress, jobs: int) -> np.ndarray:
+    """outputs_matrix's loop over blocks of configurations in forked processes (blocks of
+    interleaved configurations, so that slow engines spread over the workers)."""
+    nblocks = min(len(configs), 4 * jobs)
+    blocks = [list(range(i, len(configs), nblocks)) for i in range(nblocks)]
+    out = np.empty((len(configs), a.shape[0]), dtype=np.uint64)
+    ctx = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        parts = pool.map(_outputs_block, [([configs[i] for i in blk], a, b, c)
+                                          for blk in blocks])
+        for n, (blk, part) in enumerate(zip(blocks, parts)):
+            out[blk] = part
+            if progress:
+                progress(f"evaluated {n + 1}/{nblocks} blocks of configurations on "
+                         f"{a.shape[0]} rows in {jobs} processes")
+    return out
 
 
 def classes_of(outs: np.ndarray, labels: np.ndarray | None = None) -> np.ndarray:

@@ -57,19 +57,20 @@ class RowPool:
     c: np.ndarray
     outs: np.ndarray
     kinds: list[str]
+    jobs: int = 1  # processes for evaluating added rows (partition.outputs_matrix)
 
     @classmethod
-    def empty(cls, configs: Sequence[AccumulatorConfig]) -> RowPool:
+    def empty(cls, configs: Sequence[AccumulatorConfig], jobs: int = 1) -> RowPool:
         k = configs[0].row_width  # k values, and packed scale factors with block scaling
         return cls(configs, np.zeros((0, k), np.uint64), np.zeros((0, k), np.uint64),
-                   np.zeros(0, np.uint64), np.zeros((len(configs), 0), np.uint64), [])
+                   np.zeros(0, np.uint64), np.zeros((len(configs), 0), np.uint64), [], jobs)
 
     def add(self, rows: Rows, kinds: str | list[str], progress=None) -> None:
         a, b, c = rows
         if not len(c):
             return
         self.outs = np.concatenate([self.outs, outputs_matrix(self.configs, a, b, c,
-                                                              progress)], axis=1)
+                                                              progress, self.jobs)], axis=1)
         self.a = np.concatenate([self.a, a])
         self.b = np.concatenate([self.b, b])
         self.c = np.concatenate([self.c, c])

@@ -35,6 +35,12 @@ def _progress(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def add_jobs_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--jobs", type=cliargs.positive_int, default=min(4, os.cpu_count() or 1),
+                   metavar="N", help="processes for the model's evaluation of the candidate "
+                   "space (default: the cores, at most 4)")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("suite", help="generate a test-vector suite for a format pair and K")
     p.add_argument("--in", dest="fin", required=True, help="input format (e.g. binary16)")
@@ -52,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--smt-seconds", type=cliargs.seconds, default=8.0,
                    help="total SMT solver time for discriminators (0: model search only)")
     p.add_argument("-o", "--output", required=True, help="suite JSON file to write")
+    add_jobs_arg(p)
     p.add_argument("--layout", choices=["json", "matlab-tc"], default="json",
                    help="matlab-tc: also write a_/b_/c_ hex-row files for CUDA harnesses")
     p.add_argument("--layout-dir", help="root of the matlab-tc files (default: beside -o)")
@@ -75,6 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--space", help="candidate space YAML (default: the neighbourhood space)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--report", help="write the Markdown report to this file")
+    add_jobs_arg(p)
     p.set_defaults(func=cmd_infer)
 
     p = sub.add_parser("identify", help="adaptively query a device until its configuration "
@@ -120,7 +128,8 @@ def cmd_suite(args: argparse.Namespace) -> int:
     fin, fc, fout, k = canonical_shape(args.fin, args.fc, args.fout, args.k)
     operands = operands_from_args(args, fin, k)
     opts = SuiteOptions(seed=args.seed, random=args.random, pool=args.pool,
-                        smt_seconds=args.smt_seconds, use_smt=args.smt_seconds > 0)
+                        smt_seconds=args.smt_seconds, use_smt=args.smt_seconds > 0,
+                        jobs=args.jobs)
     check_options(opts, k)
     out = check_output(args.output, "suite", [args.space])
     space = space_for(args.space, fin, fc, fout, k, operands=operands)
@@ -208,7 +217,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     obs = read_observed(args.observed, suite, args.suite)
     space = space_for(args.space, suite.in_format, suite.c_format, suite.out_format, suite.k,
                       operands=suite.operands)
-    inf = infer_mod.infer(suite, obs, space, _progress)
+    inf = infer_mod.infer(suite, obs, space, _progress, args.jobs)
     text = infer_mod.report(inf)
     if report_path is not None:
         write_atomic(report_path, text, "report")

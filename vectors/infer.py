@@ -229,7 +229,7 @@ def _mutations(cfg: AccumulatorConfig, suite: Suite, d: np.ndarray, bad: np.ndar
 
 
 def infer(suite: Suite, observed: Observed, space: CandidateSpace,
-          progress: Progress = None) -> Inference:
+          progress: Progress = None, jobs: int = 1) -> Inference:
     """Which configurations of ``space`` explain the observed outputs of ``suite``.
 
     Every candidate is evaluated on the whole suite; the consistent ones match every
@@ -241,7 +241,7 @@ def infer(suite: Suite, observed: Observed, space: CandidateSpace,
     d = observed.d
     if progress:
         progress(f"infer: evaluating {len(cfgs)} candidates on {suite.size} vectors")
-    O = outputs_matrix(cfgs, suite.a, suite.b, suite.c, progress)
+    O = outputs_matrix(cfgs, suite.a, suite.b, suite.c, progress, jobs)
     mism = (O != d[None, :])
     counts = mism.sum(1)
     consistent = [int(i) for i in np.flatnonzero(counts == 0)]

@@ -57,6 +57,7 @@ class SuiteOptions:
     local_searches: int = 40
     use_smt: bool = True
     probe_files: list[str] | None = None
+    jobs: int = 1  # processes for the model's evaluation of the space on many rows
 
 
 @dataclass
@@ -185,12 +186,12 @@ def discriminate(bld: _Builder, opts: SuiteOptions, rng: np.random.Generator,
     a0, b0, c0 = bld.arrays()
     labels = np.zeros(len(cfgs), dtype=np.int64)
     if len(bld.ids):
-        base = outputs_matrix(cfgs, a0, b0, c0, progress)
+        base = outputs_matrix(cfgs, a0, b0, c0, progress, opts.jobs)
         labels = classes_of(base)
     start_classes = int(labels.max()) + 1
     if progress:
         progress(f"suite: evaluating {len(cfgs)} configurations on a pool of {opts.pool} rows")
-    pool = RowPool.empty(cfgs)
+    pool = RowPool.empty(cfgs, opts.jobs)
     rows, kinds = pool_rows(cfgs[0], opts.pool, rng)
     pool.add(rows, kinds, progress)
     search = SplitSearch(cfgs, pool, rng, local_rows=opts.local_rows, local_tries=1,

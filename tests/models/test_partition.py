@@ -1,0 +1,28 @@
+"""The model's outputs over a candidate space: one process or many, the same matrix."""
+
+import numpy as np
+import pytest
+
+from mmaprobe.models import partition
+from mmaprobe.models.accumulator import engine_name
+from mmaprobe.models.rows import pool_rows
+from mmaprobe.models.space import neighbourhood
+
+
+@pytest.mark.parametrize("fin,k,step,engines", [("binary16", 8, 7, {"float64", "int64"}),
+                                                ("binary32", 4, 11, {"int64"})])
+def test_parallel_outputs_equal_serial(monkeypatch, fin, k, step, engines):
+    # targeted and random rows, some duplicated, over every engine the space uses, shared
+    # out over two processes: the same matrix as one process
+    cfgs = neighbourhood(fin, None, "binary32", k).configs[::step]
+    (a, b, c), _ = pool_rows(cfgs[0], 300, np.random.default_rng(3))
+    a, b, c = (np.concatenate([x, x[:40]]) for x in (a, b, c))
+    serial = partition.outputs_matrix(cfgs, a, b, c)
+    monkeypatch.setattr(partition, "PARALLEL_WORK", 1)
+    msgs: list[str] = []
+    parallel = partition.outputs_matrix(cfgs, a, b, c, msgs.append, jobs=2)
+    assert parallel.dtype == np.uint64 and parallel.shape == (len(cfgs), 340)
+    assert np.array_equal(serial, parallel)
+    assert np.array_equal(parallel[:, 300:], parallel[:, :40])
+    assert msgs and "in 2 processes" in msgs[-1]
+    assert {engine_name(x) for x in cfgs} == engines
