@@ -484,7 +484,9 @@ def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
     correctly rounded: truncation with a sticky bit, or round-down alignment under a
     round-down final rounding, with F covering the output's precision (and its round bit
     for the nearest modes), and every term kept exactly where the two can cancel
-    completely."""
+    completely.  (Round-down alignment under rna is not: a product of p + 1 bits can sit on
+    a midpoint, and flooring a positive tail of a negative sum lands on it, which rounds
+    away while the exact sum rounds toward zero; probes/library/align-extra.yaml.)"""
     if cfg.algorithm != "fused" or cfg.nfma != 1 or cfg.interleave != "none":
         return False
     align = cfg.align_rounding if align is None else align
@@ -493,10 +495,6 @@ def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
         lost = 1   # one lost bit is exactly the sticky bit
     elif align == "rd" and cfg.final_rounding == "rd":
         extra, lost = 0, 0
-    elif align == "rd" and cfg.final_rounding == "rna":
-        # flooring S never moves L + S across a midpoint that is a multiple of the quantum
-        # (F > p): it lands on it at most, and a tie rounds away, as the exact sum does
-        extra, lost = 1, 0
     else:
         return False
     if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
@@ -549,7 +547,7 @@ def _gfdrda_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
 def _bf16_pairs_ru_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
     """'rz' and 'rd' alignment give one unit for two-term blocks (nfma 1) of bfloat16
     products and a bfloat16 accumulator (c and d bfloat16) under a round-up final rounding
-    with F >= 23.
+    with F >= 23 (and with a binary16 accumulator, c and d binary16, F >= 26).
 
     They differ only on a negative term X with bits below q = 2^(E - F) (E: the block's
     alignment exponent, set by the other, exact term Y): rd takes ceil(|X| / q) q off Y, rz
@@ -561,13 +559,24 @@ def _bf16_pairs_ru_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
     X the accumulator (8 bits, lowest bit below q): |X| < 2^(E-F+7) <= 2^(E-16) while the
     ulp of the result is at least 2^(E-15).  Neither exists; a search over random, pool and
     structured rows with accumulator.evaluate finds none either (while it tells rz from rd
-    at once under rne and rz)."""
+    at once under rne and rz).
+
+    The same holds with a binary16 accumulator and output (11 bits) for F >= 26.  Y the
+    accumulator (exponent field E, a multiple of its ulp 2^(E-10)), X a product: the rd sum
+    Y - K q lands on the grid (at least 2^(E-11) there: |X| < 255^2 q / 2 < 2^(E-11)) only
+    for K >= 2^(F-11) >= 2^15, while K < |X| / q + 1 <= 255^2 / 2 + 1.  Y a product (E its
+    alignment exponent, lowest bit at least 2^(E-15)), X the accumulator: a bit of X below q
+    needs q > 2^-24 (binary16's quantum), so E >= 3, which no product with a subnormal
+    factor reaches (2^-126 * 2^127 * 2 at most): the result, above 2^(E-1), has a grid of
+    at least 2^(E-11), and K q >= 2^(E-15) needs K >= 2^(F-15) >= 2^11 quanta from an X of
+    11 bits below q (K <= 2^10)."""
+    wide = {"bfloat16": 23, "binary16": 26}.get(cfg.out_format)
     if (cfg.algorithm != "fused" or cfg.nfma != 1 or cfg.interleave != "none"
             or cfg.final_rounding != "ru" or cfg.align_rounding not in ("rz", "rd")
             or cfg.in_format != "bfloat16" or cfg.b_fmt != "bfloat16"
             or cfg.scale_format is not None or cfg.out_frac_bits is not None
-            or cfg.c_format != "bfloat16" or cfg.out_format != "bfloat16"
-            or cfg.frac_bits < 23):
+            or wide is None or cfg.c_format != cfg.out_format
+            or cfg.frac_bits < wide):
         return frozenset()
     if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
         return frozenset()
