@@ -328,9 +328,7 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
                 return ()
             rd = cfg.final_rounding == "rd"
             return tuple(v for v in ROUNDING_MODES if (v == "rd") != rd)
-        same = _fp4_even_ties(cfg)
-        return tuple(v for v in ROUNDING_MODES if v != cfg.final_rounding
-                     and not any(v in cls and cfg.final_rounding in cls for cls in same))
+        return tuple(v for v in ROUNDING_MODES if v != cfg.final_rounding)
     if feature in _FLUSH_OF:
         stage = _FLUSH_OF[feature]
         now = "flush" if stage in cfg.flush else "keep"
@@ -345,36 +343,6 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
     if feature == "algorithm":
         return tuple(v for v in ALGORITHMS if v != alg and _valid(cfg, algorithm=v))
     raise KeyError(f"no observability rule for feature {feature!r}")
-
-
-def _fp4_even_ties(cfg: AccumulatorConfig) -> tuple[frozenset[str], ...]:
-    """Final roundings that give one unit because every tie a block can meet has an even
-    lower neighbour: e2m1 inputs flushed (normal factors 1, 1.5, 2, 3, 4, 6), c late, a
-    binary16 output and K <= 16; then rne is rz and rna is ro.
-
-    Products of normal e2m1 inputs are multiples of 1/4 up to 36; the only one with a
-    quarter is 2.25 (1.5 * 1.5), the only odd halves 1.5 and 4.5.  F >= 11 drops nothing at
-    alignment (every value is below 2^10 with its lowest bit at 2^-2 or above) and no carry
-    wraps, so a block rounds its exact sum, which is exact in binary16 below 512 and, in
-    [512, 1024) (ulp 1/2), either exact or an odd multiple of 1/4: a tie.  Its lower
-    neighbour is odd (in halves) only if the sum's fraction is 3/4.  Reaching 512 takes 15
-    products (14 * 36 = 504); before the first value at or above 512 every value is an
-    exact sum, and a fraction 3/4 needs three 2.25 or a 2.25 and an odd half: at most
-    13 * 36 + 6.75 or 14 * 36 + 2.25 + 4.5 = 510.75 < 512 with 16 products.  After it, at
-    most one product is left: rz and rne both took the even lower neighbour (an integer), or
-    the value was exact and so has no quarter and (by the same count, 14 * 36 + 4.5 < 512)
-    no odd half, so adding one product gives a fraction 3/4 never.  Hence rz and rne (and
-    ro and rna, which round such ties up) agree on every input; c late is added by the
-    late rounding only.  `mmaprobe distinguish` finds no input telling rz from rne at
-    K = 16, nfma 16 (300 s, and a search over 9 896 rows)."""
-    if (cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.in_format != "e2m1"
-            or cfg.b_fmt != "e2m1" or cfg.out_format != "binary16"
-            or cfg.out_frac_bits is not None or "inputs" not in cfg.flush
-            or cfg.scale_format is not None or cfg.k > 16 or cfg.frac_bits < 11):
-        return ()
-    if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
-        return ()
-    return (frozenset(("rne", "rz")), frozenset(("rna", "ro")))
 
 
 def _generates_subnormal(cfg: AccumulatorConfig) -> bool:
