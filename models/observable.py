@@ -419,6 +419,32 @@ def _surviving_product_grid(cfg: AccumulatorConfig) -> int:
     return max(b["g_p"], -127 - t_ab)
 
 
+def _lone_flushed_product_passes(cfg: AccumulatorConfig) -> bool:
+    """Whether the only partial sum a fused chain passes on is one product alone, flushed
+    below binary32's smallest normal, into an output whose smallest normal is no larger (or
+    a product of normal inputs, subnormal inputs flushed, at or above the output's smallest
+    normal): then no partial sum is subnormal and a flush between blocks changes nothing.
+
+    K = 2, nfma 1, c late: the first block holds the product p_0 and a zero accumulator.
+    p_0 is 0 (flushed) or at least 2^-126 = binary32.fmin in magnitude.  Alignment at its
+    own exponent field keeps it a multiple of the quantum q = 2^(e - F): truncated,
+    rounded (rne, rd) or with a sticky half quantum, a magnitude of at least 2^-126 stays
+    at least 2^-126 when q <= 2^-126 (2^-126 lies on the grid), and is 0 or at least
+    q/2 >= 2^-126 otherwise (|p_0| < q would need q >= 2^-125); a carry wrap of the one
+    term (at most 2^(F + 2) quanta) gives 0.  Rounding to an output with emin <= -126
+    keeps a value of at least 2^-126 at or above it (monotone, 2^-126 representable)."""
+    if (cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.nfma != 1
+            or cfg.k != 2 or cfg.interleave != "none" or cfg.scale_format is not None):
+        return False
+    out_emin = get_format(cfg.out_format).emin
+    if "products" in cfg.flush and out_emin <= _B32.emin:
+        return True
+    # inputs flushed: p_0 is 0 or a product of normals, at least 2^(emin_a + emin_b) (its
+    # exponent field), and alignment at that field keeps its leading bit
+    return ("inputs" in cfg.flush and get_format(cfg.in_format).emin
+            + get_format(cfg.b_fmt).emin >= out_emin)
+
+
 def _c_small(cfg: AccumulatorConfig) -> bool:
     """Whether some c the unit accepts (after an input flush) lies below the output's
     smallest normal."""
@@ -462,6 +488,8 @@ def _stage_observable(cfg: AccumulatorConfig, stage: str) -> bool:
         if cfg.algorithm != "fused" or not chained or "output" in cfg.flush:
             # FDRDA flushes its c as an input, GPS and SFMA fix the stage; with the
             # output flushed no block passes a subnormal on
+            return False
+        if _lone_flushed_product_passes(cfg):
             return False
         return gen or (cfg.c_placement == "early" and small_c)
     # output
