@@ -514,7 +514,7 @@ def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
     for the nearest modes), and every term kept exactly where the two can cancel
     completely.  (Round-down alignment under rna is not: a product of p + 1 bits can sit on
     a midpoint, and flooring a positive tail of a negative sum lands on it, which rounds
-    away while the exact sum rounds toward zero; probes/library/align-extra.yaml.)"""
+    away while the exact sum rounds toward zero; probes/library/two-term-align-split.yaml.)"""
     if cfg.algorithm != "fused" or cfg.nfma != 1 or cfg.interleave != "none":
         return False
     align = cfg.align_rounding if align is None else align
