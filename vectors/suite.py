@@ -255,9 +255,16 @@ def build_suite(space: CandidateSpace, opts: SuiteOptions, progress: Progress = 
 
     >>> from mmaprobe.models.space import neighbourhood
     >>> opts = SuiteOptions(random=8, pool=200, use_smt=False, local_searches=2)
-    >>> suite = build_suite(neighbourhood("binary16", None, "binary32", 4), opts)
-    >>> suite.k, suite.size > 50, sorted({p["kind"] for p in suite.provenance})
-    (4, True, ['discriminator', 'probe', 'random'])
+    >>> space = neighbourhood("binary16", None, "binary32", 4)
+    >>> suite = build_suite(space, opts)
+    >>> suite.k, suite.size > 50, sorted({p["kind"] for p in suite.provenance})[-2:]
+    (4, True, ['probe', 'random'])
+
+    Without probes, discriminators split the space:
+
+    >>> opts.probe_files = []
+    >>> sorted({p["kind"] for p in build_suite(space, opts).provenance})
+    ['discriminator', 'random']
     """
     check_options(opts, space.k)
     t0 = time.monotonic()

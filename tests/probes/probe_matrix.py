@@ -5,7 +5,8 @@ algorithm of models/spaces/matrix.yaml, checked with the whole library.
 table (decided + known gap / observable, '*' where some configuration is left undecided)
 and writes the counts as JSON; ``--write-baseline`` writes them to
 tests/probes/matrix_baseline.json, which the slow test ``test_matrix_full`` holds the library
-to (0 wrong everywhere; no cell may leave more configurations undecided than it records).
+to (0 wrong and 0 undecided everywhere; no cell may hide more configurations behind a known
+gap of probes/gaps.yaml than it records).
 """
 
 from __future__ import annotations
