@@ -122,15 +122,27 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
               if p.applies_to_formats(sp.in_format, sp.c_format, sp.out_format, sp.k)]
     records = []
     documents: dict[str, Any] = {}
+    values: list[dict[str, Any]] = [{} for _ in sp.configs]  # feature values, computed once
+
+    def value(i: int, name: str) -> Any:
+        if name not in values[i]:
+            values[i][name] = feature_value(sp.configs[i], name)
+        return values[i][name]
+
     for p in pipeline_order(probes):
         bindings: list[dict[str, int]] = []
         holds: dict[tuple, bool] = {}  # applies_when per binding: many configurations share one
-        fields = set(p.requires) | set(p.when)
-        for cfg in sp.configs:
-            if not p.when_matches({n: feature_value(cfg, n) for n in fields}):
-                continue
-            bnd = expression_bindings(cfg, p.requires)
-            if bnd in bindings or not p.applies_to_config(cfg):
+        fields = sorted(set(p.requires) | set(p.when))
+        # `when` and the bindings depend on these features' values only (the space fixes the
+        # formats and K): one evaluation per distinct tuple of values
+        by_values: dict[tuple, dict[str, int] | None] = {}
+        for i, cfg in enumerate(sp.configs):
+            vals = tuple(value(i, n) for n in fields)
+            if vals not in by_values:
+                by_values[vals] = (expression_bindings(cfg, p.requires)
+                                   if p.when_matches(dict(zip(fields, vals))) else None)
+            bnd = by_values[vals]
+            if bnd is None or bnd in bindings or not p.applies_to_config(cfg):
                 continue
             key = tuple(sorted(bnd.items()))
             if key not in holds:
