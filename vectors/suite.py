@@ -28,9 +28,8 @@ from mmaprobe.models.errors import InputError
 from mmaprobe.models.features import expression_bindings, feature_value
 from mmaprobe.models.partition import (
     classes,
-    classes_of,
-    outputs_matrix,
     refine,
+    row_classes,
     split_fields,
 )
 from mmaprobe.models.rows import issm_rows, pool_rows
@@ -122,22 +121,27 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
               if p.applies_to_formats(sp.in_format, sp.c_format, sp.out_format, sp.k)]
     records = []
     documents: dict[str, Any] = {}
-    values: list[dict[str, Any]] = [{} for _ in sp.configs]  # feature values, computed once
+    columns: dict[str, list[Any]] = {}  # a feature's value on every configuration, once
 
-    def value(i: int, name: str) -> Any:
-        if name not in values[i]:
-            values[i][name] = feature_value(sp.configs[i], name)
-        return values[i][name]
+    def column(name: str) -> list[Any]:
+        if name not in columns:
+            columns[name] = [feature_value(cfg, name) for cfg in sp.configs]
+        return columns[name]
 
     for p in pipeline_order(probes):
         bindings: list[dict[str, int]] = []
         holds: dict[tuple, bool] = {}  # applies_when per binding: many configurations share one
         fields = sorted(set(p.requires) | set(p.when))
         # `when` and the bindings depend on these features' values only (the space fixes the
-        # formats and K): one evaluation per distinct tuple of values
+        # formats and K): one evaluation per distinct tuple of values, and unless the probe
+        # names the configurations it was verified on, the first configuration of a tuple
+        # stands for all of them
         by_values: dict[tuple, dict[str, int] | None] = {}
-        for i, cfg in enumerate(sp.configs):
-            vals = tuple(value(i, n) for n in fields)
+        per_config = p.verified_on is not None
+        tuples = zip(*(column(n) for n in fields)) if fields else [()] * len(sp.configs)
+        for cfg, vals in zip(sp.configs, tuples):
+            if vals in by_values and not per_config:
+                continue
             if vals not in by_values:
                 by_values[vals] = (expression_bindings(cfg, p.requires)
                                    if p.when_matches(dict(zip(fields, vals))) else None)
@@ -192,38 +196,46 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
 def discriminate(bld: _Builder, opts: SuiteOptions, rng: np.random.Generator,
                  notes: list[str], progress: Progress = None) -> dict[str, Any]:
     """Add discriminators to bld until the suite splits the space into classes no search
-    stage splits further (or the budget is used)."""
-    sp = bld.space
-    cfgs = sp.configs
+    stage splits further (or the budget is used).
+
+    A configuration the vectors so far already tell from every other needs no further row:
+    the pool and the search work on the configurations left in classes of two or more
+    (typically a third to a half of the space once the probes are in)."""
+    cfgs = bld.space.configs
     a0, b0, c0 = bld.arrays()
     labels = np.zeros(len(cfgs), dtype=np.int64)
     if len(bld.ids):
-        base = outputs_matrix(cfgs, a0, b0, c0, progress, opts.jobs)
-        labels = classes_of(base)
+        labels = row_classes(cfgs, a0, b0, c0, progress, opts.jobs)
     start_classes = int(labels.max()) + 1
-    if progress:
-        progress(f"suite: evaluating {len(cfgs)} configurations on a pool of {opts.pool} rows")
-    pool = RowPool.empty(cfgs, opts.jobs)
-    rows, kinds = pool_rows(cfgs[0], opts.pool, rng)
-    pool.add(rows, kinds, progress)
-    search = SplitSearch(cfgs, pool, rng, local_rows=opts.local_rows, local_tries=1,
-                         local_budget=opts.local_searches,
-                         solver=pair_solver() if opts.use_smt else None,
-                         solver_seconds=opts.smt_seconds if opts.use_smt else 0.0,
-                         pair_seconds=opts.smt_pair_seconds)
+    shared = np.flatnonzero(np.bincount(labels)[labels] > 1)  # configurations not yet alone
+    alone = len(cfgs) - len(shared)
+    sub = [cfgs[i] for i in shared]
+    sub_labels = np.unique(labels[shared], return_inverse=True)[1].reshape(-1)
     counts = {"pool": 0, "local": 0, "solver": 0}
     after_pool = None
-    while len(bld.ids) - len(a0) < opts.max_discriminators:
-        split = search.next_split(labels, progress=progress)
+    search = None
+    if len(sub):
+        if progress:
+            progress(f"suite: evaluating the {len(sub)} configurations the vectors so far "
+                     f"leave together on a pool of {opts.pool} rows")
+        pool = RowPool.empty(sub, opts.jobs)
+        rows, kinds = pool_rows(cfgs[0], opts.pool, rng)
+        pool.add(rows, kinds, progress)
+        search = SplitSearch(sub, pool, rng, local_rows=opts.local_rows, local_tries=1,
+                             local_budget=opts.local_searches,
+                             solver=pair_solver() if opts.use_smt else None,
+                             solver_seconds=opts.smt_seconds if opts.use_smt else 0.0,
+                             pair_seconds=opts.smt_pair_seconds)
+    while search is not None and len(bld.ids) - len(a0) < opts.max_discriminators:
+        split = search.next_split(sub_labels, progress=progress)
         if split is None:
             break
         if split.method != "pool" and after_pool is None:
-            after_pool = int(labels.max()) + 1
-        group = np.flatnonzero(labels == labels[split.pair[0]]) if split.pair else None
-        fields = split_fields([cfgs[i] for i in (group if group is not None
-                                                  else range(len(cfgs)))],
-                              split.column if group is None else split.column[group])
-        labels = refine(labels, split.column)
+            after_pool = alone + int(sub_labels.max()) + 1
+        group = (np.flatnonzero(sub_labels == sub_labels[split.pair[0]]) if split.pair
+                 else np.arange(len(sub)))
+        fields = split_fields([sub[i] for i in group], split.column[group])
+        sub_labels = refine(sub_labels, split.column)
         counts[split.method] += 1
         n = sum(counts.values())
         method = {"pool": "model-search (pool)", "local": "model-search (local)",
@@ -232,18 +244,23 @@ def discriminate(bld: _Builder, opts: SuiteOptions, rng: np.random.Generator,
         if split.method == "pool":
             prov["row_kind"] = split.kind
         if split.pair:
-            prov["separates"] = [cfgs[split.pair[0]].describe(), cfgs[split.pair[1]].describe()]
+            prov["separates"] = [sub[split.pair[0]].describe(), sub[split.pair[1]].describe()]
         tag = {"pool": "pool", "local": "local", "solver": "smt"}[split.method]
         bld.add(f"disc.{tag}.{n:03d}", split.row[0], split.row[1], split.row[2], prov)
-    notes += [f"smt: {n}" for n in search.solver_notes[:20]]
-    equivalent = [[cfgs[x].describe(), cfgs[y].describe()] for x, y in search.equivalent]
-    notes += [f"smt: {x} and {y}: equivalent" for x, y in equivalent[:20]]
+    labels = labels.copy()
+    labels[shared] = start_classes + sub_labels
+    equivalent = []
+    if search is not None:
+        notes += [f"smt: {n}" for n in search.solver_notes[:20]]
+        equivalent = [[sub[x].describe(), sub[y].describe()] for x, y in search.equivalent]
+        notes += [f"smt: {x} and {y}: equivalent" for x, y in equivalent[:20]]
     final = classes(labels)
     together = [g for g in final if len(g) > 1]
     return {"configurations": len(cfgs), "classes_before": start_classes,
-            "classes_after_pool": after_pool or int(labels.max()) + 1, "classes": len(final),
+            "classes_after_pool": after_pool or len(final), "classes": len(final),
             "largest_class": int(len(final[0])) if final else 0,
-            "discriminators": sum(counts.values()), "smt_queries": search.solver_queries,
+            "discriminators": sum(counts.values()),
+            "smt_queries": search.solver_queries if search else 0,
             "smt_vectors": counts["solver"], "smt_equivalent_pairs": equivalent[:20],
             "unsplit_classes": [[cfgs[int(i)].describe() for i in g[:6]] for g in together[:10]],
             "unsplit_class_count": len(together)}

@@ -26,3 +26,21 @@ def test_parallel_outputs_equal_serial(monkeypatch, fin, k, step, engines):
     assert np.array_equal(parallel[:, 300:], parallel[:, :40])
     assert msgs and "in 2 processes" in msgs[-1]
     assert {engine_name(x) for x in cfgs} == engines
+
+
+def _partition(labels):
+    return sorted(sorted(np.flatnonzero(labels == x).tolist()) for x in set(labels.tolist()))
+
+
+@pytest.mark.parametrize("stages", [1, 2, 4, 1000])
+def test_row_classes_same_partition_as_the_whole_matrix(stages):
+    # configurations dropped once alone: the partition of the full outputs matrix, whatever
+    # the stages, with duplicated rows
+    cfgs = neighbourhood("binary16", None, "binary32", 4).configs[::5]
+    (a, b, c), _ = pool_rows(cfgs[0], 200, np.random.default_rng(5))
+    a, b, c = (np.concatenate([x, x[:30]]) for x in (a, b, c))
+    whole = partition.classes_of(partition.outputs_matrix(cfgs, a, b, c))
+    labels = partition.row_classes(cfgs, a, b, c, stages=stages)
+    assert labels.min() == 0 and labels.max() == whole.max()
+    assert _partition(labels) == _partition(whole)
+    assert 1 < whole.max() + 1 < len(cfgs)  # some configurations split, some together
