@@ -16,6 +16,7 @@ error naming the file and line: anchors and aliases (exponential expansion), mer
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,13 @@ MAX_DEPTH = 40
 MAX_INT_DIGITS = 400
 
 FieldPath = tuple  # keys and indices from the document root to a field
+
+#: the folders of the files mmaprobe ships (probes, spaces, presets, tables): read on every
+#: command, so through libyaml's parser where it is installed.  Every other file goes
+#: through the pure-Python one, whose limits are checked: libyaml's composer recurses in C
+#: and crashes the interpreter on deep enough nesting instead of raising RecursionError.
+_SHIPPED = tuple(str(Path(__file__).resolve().parents[1] / d) + os.sep
+                 for d in ("models", "probes"))
 
 _PLAIN = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {_PLAIN + t for t in ("str", "int", "float", "bool", "null")}
@@ -118,15 +126,24 @@ def _build(node: yaml.Node, path: FieldPath, lines: dict[FieldPath, int], seen: 
     raise SchemaError(f"{where}: unsupported YAML node")
 
 
+def _loader(source: str | Path, text_given: bool) -> type:
+    """libyaml's parser for a file mmaprobe ships (read from disk), else the Python one."""
+    if text_given or not getattr(yaml, "__with_libyaml__", False):
+        return yaml.SafeLoader
+    path = os.path.realpath(source)
+    return yaml.CSafeLoader if path.startswith(_SHIPPED) else yaml.SafeLoader
+
+
 def load_docs(source: str | Path, text: str | None = None, what: str = "YAML") -> list[Doc]:
     """Every document of a YAML file (a top-level list counts as several documents)."""
     file = str(source)
+    loader = _loader(source, text is not None)
     if text is None:
         text = read_text(source, what, MAX_FILE_BYTES, SchemaError)
     if len(text) > MAX_FILE_BYTES:
         raise SchemaError(f"{file}: larger than {MAX_FILE_BYTES} bytes")
     try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        nodes = list(yaml.compose_all(text, Loader=loader))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{file}:{mark.line + 1}" if mark else file
@@ -152,10 +169,11 @@ def load_docs(source: str | Path, text: str | None = None, what: str = "YAML") -
 def load_doc(source: str | Path, what: str, text: str | None = None) -> Doc:
     """The single document of a YAML file (a configuration, a constraints file)."""
     file = str(source)
+    loader = _loader(source, text is not None)
     if text is None:
         text = read_text(source, what, MAX_FILE_BYTES, SchemaError)
     try:
-        nodes = [n for n in yaml.compose_all(text, Loader=yaml.SafeLoader) if n is not None]
+        nodes = [n for n in yaml.compose_all(text, Loader=loader) if n is not None]
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{file}:{mark.line + 1}" if mark else file
