@@ -14,6 +14,7 @@ UE4M3 is an unsigned E4M3 whose top bit is ignored.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -441,13 +442,33 @@ def get_format(name: str | Format) -> Format:
 
 # -- vectorised decode -------------------------------------------------------
 
+#: formats of at most this many bits decode by table lookup (the table is the formula's
+#: result on every pattern, built once per format)
+TABLE_BITS = 16
+
+
 def decode_array(fmt: Format, bits: np.ndarray):
     """Vectorised decode of bit patterns.
 
     Returns (sign, sig, exp, special) as int64 arrays of bits' shape, with value
     (-1)**sign * sig * 2**(exp - t) for finite entries (sig = 0 for zeros); special is 0
-    for finite, 1 for +-inf, 2 for NaN.
+    for finite, 1 for +-inf, 2 for NaN.  Bits above the format's (and below its padding)
+    are ignored.
     """
+    if fmt.bits > TABLE_BITS:
+        return _decode_formula(fmt, bits)
+    b = np.asarray(bits).astype(np.uint64) >> np.uint64(fmt.pad)
+    idx = (b & np.uint64((1 << fmt.bits) - 1)).astype(np.intp)
+    return tuple(col[idx] for col in _decode_table(fmt))
+
+
+@functools.cache
+def _decode_table(fmt: Format):
+    return _decode_formula(fmt, np.arange(1 << fmt.bits, dtype=np.uint64) << np.uint64(fmt.pad))
+
+
+def _decode_formula(fmt: Format, bits: np.ndarray):
+    """decode_array by the encoding's fields."""
     b = np.asarray(bits).astype(np.uint64) >> np.uint64(fmt.pad)
     if fmt.kind == "ue4m3":
         b = b & np.uint64(0x7F)

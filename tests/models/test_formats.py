@@ -8,6 +8,7 @@ from fractions import Fraction as F
 import numpy as np
 import pytest
 
+from mmaprobe.models import formats
 from mmaprobe.models.formats import FORMATS, FormatError, decode_array, get_format
 
 SMALL = [f for f in FORMATS.values() if f.bits <= 16 or f.name == "tf32"]
@@ -30,6 +31,27 @@ def test_exhaustive_round_trip(fmt):
                 assert back == bits, (fmt.name, hex(bits))
         elif cls == "inf":
             assert fmt.has_inf and fmt.inf_bits(s) == bits
+
+
+@pytest.mark.parametrize("fmt", [f for f in FORMATS.values() if f.bits <= formats.TABLE_BITS],
+                         ids=lambda f: f.name)
+def test_decode_table_is_the_formula(fmt):
+    # every pattern, with stray bits in its padding, shaped (n, 2); stray bits above the
+    # format are ignored by the table (the formula's NaN test of FNUZ formats would read them)
+    rng = np.random.default_rng(len(fmt.name))
+    pats = np.arange(1 << fmt.bits, dtype=np.uint64) << np.uint64(fmt.pad)
+    junk = rng.integers(0, 1 << 62, pats.size, dtype=np.uint64)
+    high = (junk >> np.uint64(fmt.bits + fmt.pad)) << np.uint64(fmt.bits + fmt.pad)
+    low = junk & np.uint64((1 << fmt.pad) - 1)
+    bits = np.stack([pats, pats | low], axis=1)
+    table = decode_array(fmt, bits)
+    formula = formats._decode_formula(fmt, bits)
+    for x, y in zip(table, formula):
+        assert x.dtype == y.dtype == np.int64 and x.shape == bits.shape
+        assert np.array_equal(x, y)
+        assert np.array_equal(x[:, 0], x[:, 1])
+    for x, y in zip(decode_array(fmt, pats | high), table):
+        assert np.array_equal(x, y[:, 0])
 
 
 TABLE_I = {  # [KM25] Table I: precision, min normal, max
