@@ -265,6 +265,8 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
         if alg == "sfma" or cfg.interleave == "pairs":
             return ()  # nfma is 1, or k/2 (the two interleaved groups)
         exact = blocks_exact(cfg)
+        if _two_products_nearest_same_blocks(cfg):
+            return ()
         out = []
         for d in range(1, cfg.k + 1):
             if cfg.k % d or d == cfg.nfma:
@@ -504,6 +506,60 @@ def _stage_observable(cfg: AccumulatorConfig, stage: str) -> bool:
 #: to round correctly: round-to-odd needs none beyond p - 1 (the sticky bit is its odd
 #: bit), the directed modes the bit at p, the nearest modes one more (the round bit).
 _CR_EXTRA = {"ro": -1, "rz": 0, "rd": 0, "ru": 0, "rne": 1, "rna": 1}
+
+
+def _two_products_nearest_same_blocks(cfg: AccumulatorConfig) -> bool:
+    """Whether one block of the two products of K = 2 (nfma 2) and two blocks of one
+    (nfma 1) are the same unit: c late, a nearest final rounding, products exact in the
+    output and F far enough below them that no bit the two alignments treat differently
+    can reach a rounding midpoint.
+
+    Let L = p0 (exponent field f0, value in the binade e0, f0 - max(ta, tb) <= e0 <= f0 + 1:
+    a subnormal factor lowers it, a significand of at least 2 raises it) and S = p1 (field
+    f1).  One block aligns both at M2 = max(f0, f1); two blocks pass r0 = FR(L) = L (exact)
+    on as an accumulator with exponent e0 and align it with S at M1 = max(e0, f1).  A term's
+    alignment depends only on its value and the quantum, so M1 = M2 gives the same sum; they
+    differ only when f1 <= f0 and e0 != f0 (L dominates).  L's lowest bit f0 - (ta + tb) is
+    kept by both quanta (F >= ta + tb + 1); S differs between them only if it has a bit below
+    the larger quantum, 2^(f0 + 1 - F) or less: then its lowest bit is at most f0 - F, and
+    S, a significand below 2^(ta + tb + 2) times its lowest bit, and each aligned S_i
+    (truncated, rounded, or with a sticky half quantum) is at most 2^(f0 - F + ta + tb + 2)
+    in magnitude.  The output's midpoints nearest to the representable L are at least
+    h = 2^(e0 - out_t - 2) away (half the ulp of the binade below); F >= out_t + ta + tb +
+    max(ta, tb) + 5 makes |S_i| < h, so both L + S_1 and L + S_2 round to nearest (even or
+    away) to L.  (With the inputs flushed e0 >= f0, and max(ta, tb) drops out.)  Both
+    products lie on the output's grid and in range, so r0 = L; when sums are flushed
+    between blocks, every product is normal in the output.  No sum wraps (carry bits as
+    carry_needed asks for either block structure).  The late c only adds c to this same
+    result.  An exhaustive search over every pair of e4m3 products (each value with each
+    exponent field it has, the second of either sign) with accumulator.evaluate finds no
+    difference into bfloat16 for F = 23, 25 under rne and F = 23 under rna, and finds one
+    for F = 13 (neab -10), where the rule does not claim equivalence."""
+    if (cfg.algorithm != "fused" or cfg.k != 2 or cfg.interleave != "none"
+            or cfg.c_placement != "late" or cfg.final_rounding not in ("rne", "rna")
+            or cfg.scale_format is not None):
+        return False
+    fa, fb = get_format(cfg.in_format), get_format(cfg.b_fmt)
+    fout = get_format(cfg.out_format)
+    t_out = cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t
+    t2 = fa.t + fb.t
+    deficit = 0 if "inputs" in cfg.flush else max(fa.t, fb.t)
+    lsb_min = fa.emin + fb.emin - t2                    # every product's grid
+    if t2 + 2 > t_out + 1 or lsb_min < fout.emin - t_out:
+        return False                                     # a product the output rounds
+    if fa.emax + fb.emax + 1 > fout.emax:
+        return False                                     # a product the output overflows
+    smallest = fa.emin + fb.emin if "inputs" in cfg.flush else lsb_min
+    if "sums" in cfg.flush and smallest < fout.emin:
+        return False                                     # r0 flushed between blocks
+    if cfg.frac_bits < t_out + t2 + deficit + 5:
+        return False
+    if cfg.carry_bits is not None:
+        for n in (1, 2):
+            alt = _valid(cfg, nfma=n)
+            if alt is None or cfg.carry_bits < carry_needed(alt):
+                return False
+    return True
 
 
 def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
