@@ -256,6 +256,9 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
     if feature == "neab":
         if alg not in ("fused", "fdrda"):
             return ()
+        if _two_products_round_nearest(cfg):
+            return tuple(v for v in NEAB_VALUES if not alignment_exact(cfg, v)
+                         and not _two_products_round_nearest(cfg.replace(neab=v)))
         if alg == "fused" and alignment_exact(cfg):
             return tuple(v for v in NEAB_VALUES if not alignment_exact(cfg, v))
         if _correctly_rounded_pairs(cfg):
@@ -265,8 +268,9 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
         if alg == "sfma" or cfg.interleave == "pairs":
             return ()  # nfma is 1, or k/2 (the two interleaved groups)
         exact = blocks_exact(cfg)
-        if _two_products_nearest_same_blocks(cfg):
-            return ()
+        if _two_products_round_nearest(cfg):
+            return tuple(d for d in (1, 2) if d != cfg.nfma
+                         and not _two_products_round_nearest(cfg.replace(nfma=d)))
         out = []
         for d in range(1, cfg.k + 1):
             if cfg.k % d or d == cfg.nfma:
@@ -293,6 +297,9 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
         if alg not in ("fused", "fdrda") or alignment_exact(
                 cfg, products_only=alg == "fdrda"):
             return ()
+        if _two_products_round_nearest(cfg):
+            return tuple(v for v in ALIGN_ROUNDINGS if v != cfg.align_rounding and not
+                         _two_products_round_nearest(cfg.replace(align_rounding=v)))
         cr = _correctly_rounded_pairs(cfg)
         same = _gfdrda_same_alignment(cfg) | _bf16_pairs_ru_same_alignment(cfg)
         return tuple(v for v in ALIGN_ROUNDINGS if v != cfg.align_rounding
@@ -309,6 +316,8 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
             return ()
         if _correctly_rounded_pairs(cfg) and _correctly_rounded_pairs(alt):
             return ()  # correctly rounded blocks do not depend on the alignment exponent
+        if _two_products_round_nearest(cfg) and _two_products_round_nearest(alt):
+            return ()
         return tuple(v for v in NORMALISATIONS if v != cfg.product_normalisation)
     if feature == "carry_bits":
         if alg not in ("fused", "fdrda"):
@@ -508,33 +517,34 @@ def _stage_observable(cfg: AccumulatorConfig, stage: str) -> bool:
 _CR_EXTRA = {"ro": -1, "rz": 0, "rd": 0, "ru": 0, "rne": 1, "rna": 1}
 
 
-def _two_products_nearest_same_blocks(cfg: AccumulatorConfig) -> bool:
-    """Whether one block of the two products of K = 2 (nfma 2) and two blocks of one
-    (nfma 1) are the same unit: c late, a nearest final rounding, products exact in the
-    output and F far enough below them that no bit the two alignments treat differently
-    can reach a rounding midpoint.
+def _two_products_round_nearest(cfg: AccumulatorConfig) -> bool:
+    """Whether a fused unit with K = 2 and c late returns the two products' exact sum
+    rounded to nearest (rne or rna), FR(p0 + p1), on every input, whatever its block
+    structure (nfma 1 or 2), alignment rounding and product normalisation: the products are
+    exact in the output and F lies far enough below them that no bit alignment drops can
+    reach a rounding midpoint.  Configurations where it holds are one unit, so neab,
+    align_rounding, product_normalisation and nfma are not observable among them.
 
-    Let L = p0 (exponent field f0, value in the binade e0, f0 - max(ta, tb) <= e0 <= f0 + 1:
-    a subnormal factor lowers it, a significand of at least 2 raises it) and S = p1 (field
-    f1).  One block aligns both at M2 = max(f0, f1); two blocks pass r0 = FR(L) = L (exact)
-    on as an accumulator with exponent e0 and align it with S at M1 = max(e0, f1).  A term's
-    alignment depends only on its value and the quantum, so M1 = M2 gives the same sum; they
-    differ only when f1 <= f0 and e0 != f0 (L dominates).  L's lowest bit f0 - (ta + tb) is
-    kept by both quanta (F >= ta + tb + 1); S differs between them only if it has a bit below
-    the larger quantum, 2^(f0 + 1 - F) or less: then its lowest bit is at most f0 - F, and
-    S, a significand below 2^(ta + tb + 2) times its lowest bit, and each aligned S_i
-    (truncated, rounded, or with a sticky half quantum) is at most 2^(f0 - F + ta + tb + 2)
-    in magnitude.  The output's midpoints nearest to the representable L are at least
+    A block aligns its terms at the larger alignment exponent M (a product's exponent
+    field, or its binade when normalised; r0 = FR(p0) = p0, passed on by a first block of
+    one product, at its binade).  The term L that sets M keeps every bit (its lowest bit is
+    at least M - (ta + tb) - 1 and F >= ta + tb + 1), and L's binade e0 is at least
+    M - max(ta, tb) (a subnormal factor; 0 with the inputs flushed).  If the other term S
+    loses a bit, its lowest bit is below M - F, so |S| < 2^(M - F + ta + tb + 2) (a
+    significand below 2^(ta + tb + 2)), and so is the aligned S' (truncated, rounded, or a
+    sticky half quantum).  L is representable and the midpoints nearest to it are at least
     h = 2^(e0 - out_t - 2) away (half the ulp of the binade below); F >= out_t + ta + tb +
-    max(ta, tb) + 5 makes |S_i| < h, so both L + S_1 and L + S_2 round to nearest (even or
-    away) to L.  (With the inputs flushed e0 >= f0, and max(ta, tb) drops out.)  Both
-    products lie on the output's grid and in range, so r0 = L; when sums are flushed
-    between blocks, every product is normal in the output.  No sum wraps (carry bits as
-    carry_needed asks for either block structure).  The late c only adds c to this same
-    result.  An exhaustive search over every pair of e4m3 products (each value with each
-    exponent field it has, the second of either sign) with accumulator.evaluate finds no
-    difference into bfloat16 for F = 23, 25 under rne and F = 23 under rna, and finds one
-    for F = 13 (neab -10), where the rule does not claim equivalence."""
+    max(ta, tb) + 5 makes |S'| < h and |S| < h, so the result FR(L + S') and the exact
+    FR(L + S) are both L.  If S loses nothing, the block sum is exact.  Either way the
+    result is FR(p0 + p1).  r0 = p0 needs the products on the output's grid and in range,
+    and normal in the output when sums are flushed between blocks; no sum may wrap (carry
+    bits as carry_needed asks).  The late c only adds c to this same result.  An
+    exhaustive search over every pair of e4m3 products (each value with each exponent
+    field it has, the second of either sign) with accumulator.evaluate finds no difference
+    between nfma 1 and 2 into bfloat16 at F = 21, 23, 25 under rne and rna (also with the
+    inputs flushed at F = 18, and sums flushed), and likewise for e5m2 at F = 18, e2m1 at
+    F = 15, e3m2 into binary16 at F = 21, e2m3 and e4m3fnuz into binary16 at F = 24;
+    it finds one at F = 13 (neab -10), below the bound."""
     if (cfg.algorithm != "fused" or cfg.k != 2 or cfg.interleave != "none"
             or cfg.c_placement != "late" or cfg.final_rounding not in ("rne", "rna")
             or cfg.scale_format is not None):
@@ -554,12 +564,7 @@ def _two_products_nearest_same_blocks(cfg: AccumulatorConfig) -> bool:
         return False                                     # r0 flushed between blocks
     if cfg.frac_bits < t_out + t2 + deficit + 5:
         return False
-    if cfg.carry_bits is not None:
-        for n in (1, 2):
-            alt = _valid(cfg, nfma=n)
-            if alt is None or cfg.carry_bits < carry_needed(alt):
-                return False
-    return True
+    return cfg.carry_bits is None or cfg.carry_bits >= carry_needed(cfg)
 
 
 def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
