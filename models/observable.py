@@ -256,6 +256,9 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
     if feature == "neab":
         if alg not in ("fused", "fdrda"):
             return ()
+        if _two_products_round_nearest(cfg):
+            return tuple(v for v in NEAB_VALUES if not alignment_exact(cfg, v)
+                         and not _two_products_round_nearest(cfg.replace(neab=v)))
         if alg == "fused" and alignment_exact(cfg):
             return tuple(v for v in NEAB_VALUES if not alignment_exact(cfg, v))
         if _correctly_rounded_pairs(cfg):
@@ -265,6 +268,9 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
         if alg == "sfma" or cfg.interleave == "pairs":
             return ()  # nfma is 1, or k/2 (the two interleaved groups)
         exact = blocks_exact(cfg)
+        if _two_products_round_nearest(cfg):
+            return tuple(d for d in (1, 2) if d != cfg.nfma
+                         and not _two_products_round_nearest(cfg.replace(nfma=d)))
         out = []
         for d in range(1, cfg.k + 1):
             if cfg.k % d or d == cfg.nfma:
@@ -291,6 +297,9 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
         if alg not in ("fused", "fdrda") or alignment_exact(
                 cfg, products_only=alg == "fdrda"):
             return ()
+        if _two_products_round_nearest(cfg):
+            return tuple(v for v in ALIGN_ROUNDINGS if v != cfg.align_rounding and not
+                         _two_products_round_nearest(cfg.replace(align_rounding=v)))
         cr = _correctly_rounded_pairs(cfg)
         same = _gfdrda_same_alignment(cfg) | _bf16_pairs_ru_same_alignment(cfg)
         return tuple(v for v in ALIGN_ROUNDINGS if v != cfg.align_rounding
@@ -307,6 +316,8 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
             return ()
         if _correctly_rounded_pairs(cfg) and _correctly_rounded_pairs(alt):
             return ()  # correctly rounded blocks do not depend on the alignment exponent
+        if _two_products_round_nearest(cfg) and _two_products_round_nearest(alt):
+            return ()
         return tuple(v for v in NORMALISATIONS if v != cfg.product_normalisation)
     if feature == "carry_bits":
         if alg not in ("fused", "fdrda"):
@@ -504,6 +515,56 @@ def _stage_observable(cfg: AccumulatorConfig, stage: str) -> bool:
 #: to round correctly: round-to-odd needs none beyond p - 1 (the sticky bit is its odd
 #: bit), the directed modes the bit at p, the nearest modes one more (the round bit).
 _CR_EXTRA = {"ro": -1, "rz": 0, "rd": 0, "ru": 0, "rne": 1, "rna": 1}
+
+
+def _two_products_round_nearest(cfg: AccumulatorConfig) -> bool:
+    """Whether a fused unit with K = 2 and c late returns the two products' exact sum
+    rounded to nearest (rne or rna), FR(p0 + p1), on every input, whatever its block
+    structure (nfma 1 or 2), alignment rounding and product normalisation: the products are
+    exact in the output and F lies far enough below them that no bit alignment drops can
+    reach a rounding midpoint.  Configurations where it holds are one unit, so neab,
+    align_rounding, product_normalisation and nfma are not observable among them.
+
+    A block aligns its terms at the larger alignment exponent M (a product's exponent
+    field, or its binade when normalised; r0 = FR(p0) = p0, passed on by a first block of
+    one product, at its binade).  The term L that sets M keeps every bit (its lowest bit is
+    at least M - (ta + tb) - 1 and F >= ta + tb + 1), and L's binade e0 is at least
+    M - max(ta, tb) (a subnormal factor; 0 with the inputs flushed).  If the other term S
+    loses a bit, its lowest bit is below M - F, so |S| < 2^(M - F + ta + tb + 2) (a
+    significand below 2^(ta + tb + 2)), and so is the aligned S' (truncated, rounded, or a
+    sticky half quantum).  L is representable and the midpoints nearest to it are at least
+    h = 2^(e0 - out_t - 2) away (half the ulp of the binade below); F >= out_t + ta + tb +
+    max(ta, tb) + 5 makes |S'| < h and |S| < h, so the result FR(L + S') and the exact
+    FR(L + S) are both L.  If S loses nothing, the block sum is exact.  Either way the
+    result is FR(p0 + p1).  r0 = p0 needs the products on the output's grid and in range,
+    and normal in the output when sums are flushed between blocks; no sum may wrap (carry
+    bits as carry_needed asks).  The late c only adds c to this same result.  An
+    exhaustive search over every pair of e4m3 products (each value with each exponent
+    field it has, the second of either sign) with accumulator.evaluate finds no difference
+    between nfma 1 and 2 into bfloat16 at F = 21, 23, 25 under rne and rna (also with the
+    inputs flushed at F = 18, and sums flushed), and likewise for e5m2 at F = 18, e2m1 at
+    F = 15, e3m2 into binary16 at F = 21, e2m3 and e4m3fnuz into binary16 at F = 24;
+    it finds one at F = 13 (neab -10), below the bound."""
+    if (cfg.algorithm != "fused" or cfg.k != 2 or cfg.interleave != "none"
+            or cfg.c_placement != "late" or cfg.final_rounding not in ("rne", "rna")
+            or cfg.scale_format is not None):
+        return False
+    fa, fb = get_format(cfg.in_format), get_format(cfg.b_fmt)
+    fout = get_format(cfg.out_format)
+    t_out = cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t
+    t2 = fa.t + fb.t
+    deficit = 0 if "inputs" in cfg.flush else max(fa.t, fb.t)
+    lsb_min = fa.emin + fb.emin - t2                    # every product's grid
+    if t2 + 2 > t_out + 1 or lsb_min < fout.emin - t_out:
+        return False                                     # a product the output rounds
+    if fa.emax + fb.emax + 1 > fout.emax:
+        return False                                     # a product the output overflows
+    smallest = fa.emin + fb.emin if "inputs" in cfg.flush else lsb_min
+    if "sums" in cfg.flush and smallest < fout.emin:
+        return False                                     # r0 flushed between blocks
+    if cfg.frac_bits < t_out + t2 + deficit + 5:
+        return False
+    return cfg.carry_bits is None or cfg.carry_bits >= carry_needed(cfg)
 
 
 def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
