@@ -296,7 +296,9 @@ def _sums_representable(cfg: AccumulatorConfig, m: int) -> bool:
 
 def late_chain_exact(cfg: AccumulatorConfig) -> bool:
     """Whether a fused unit with c late returns the exactly summed products rounded once
-    (then late c), whatever its block structure: alignment drops nothing, no block sum
+    (then late c), whatever its block structure: alignment drops nothing (F covers every
+    term the blocks can see, or, for listed products, the span from the largest product or
+    accumulator exponent down to the product grid), no block sum
     wraps, and every block before the last ends on a sum of at most k - nfma products
     (k / 2 for interleaved pairs) that the output holds exactly (:func:`_sums_representable`):
     every such block result is the exact partial sum, so the last block rounds the exact
@@ -308,12 +310,21 @@ def late_chain_exact(cfg: AccumulatorConfig) -> bool:
     if (cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.scale_format is not None
             or cfg.interleave == "even_odd"):
         return False
-    if not alignment_exact(cfg):
-        return False
     if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
         return False
     m = cfg.k // 2 if cfg.interleave == "pairs" else cfg.k - cfg.nfma
-    return m == 0 or _sums_representable(cfg, m)
+    if alignment_exact(cfg):
+        return m == 0 or _sums_representable(cfg, m)
+    # a narrower F that still aligns every block exactly: every term is a multiple of the
+    # product grid 2^g, a product's alignment exponent is at most e_prod, an accumulator (an
+    # exact sum of at most m products) below 2^(flog2(m pmax) + 1)
+    prods = _products(cfg.in_format, cfg.b_fmt)
+    if prods is None:
+        return False
+    g, top = _product_grid(cfg), _bounds(cfg)["e_prod"]
+    if m:
+        top = max(top, _flog2_int(int(m * prods[-1] * 2 ** -g)) + g)
+    return top - g <= cfg.frac_bits and (m == 0 or _sums_representable(cfg, m))
 
 
 def _valid(cfg: AccumulatorConfig, **change: Any) -> AccumulatorConfig | None:
