@@ -456,16 +456,6 @@ def _generates_subnormal(cfg: AccumulatorConfig) -> bool:
     if _pairs_of_normals_stay_normal(cfg):
         return False
     low = g_p = _surviving_product_grid(cfg)
-    if (cfg.algorithm == "fused" and cfg.c_placement == "late"
-            and cfg.scale_format is None):
-        # c late: no block sees c, so every term is a product (a multiple of the product
-        # grid 2^g) or an earlier block's result.  Alignment truncates or rounds a term to
-        # a multiple of its quantum only when that quantum lies above the grid (a finer
-        # one drops nothing), a sticky half quantum is set only then (so it is a multiple
-        # of the grid too), a carry wrap takes off a power of two above the grid, and
-        # rounding a multiple of 2^g to the output keeps a multiple of 2^g (or is exact):
-        # by induction every block result is a multiple of 2^g, non-zero ones at least 2^g
-        return _product_grid(cfg) < fout.emin
     chained = cfg.blocks > 1 or cfg.interleave == "pairs"
     acc_t = max(fc.t if b["c_in_blocks"] or cfg.algorithm == "sfma" else 0,
                 fout.t if chained or cfg.algorithm == "sfma" else 0)
@@ -555,6 +545,23 @@ def _lone_flushed_product_passes(cfg: AccumulatorConfig) -> bool:
             + get_format(cfg.b_fmt).emin >= out_emin)
 
 
+def _late_results_on_grid(cfg: AccumulatorConfig) -> bool:
+    """Whether no block of a fused unit with c late can return a non-zero result below the
+    output's smallest normal (so flushing the sums between blocks changes nothing).
+
+    No block sees c, so every term is a product (a multiple of the product grid 2^g) or an
+    earlier block's result.  Alignment truncates or rounds a term to a multiple of its
+    quantum only when that quantum lies above the grid (a finer one drops nothing), a
+    sticky half quantum is set only then (a multiple of the grid too), a carry wrap takes
+    off a power of two above the grid, and rounding a multiple of 2^g to the output keeps
+    a multiple of 2^g (or is exact): by induction every block result is a multiple of 2^g,
+    a non-zero one at least 2^g.  (The late addition of c can still make a subnormal
+    output: that is the output stage, not this one.)"""
+    return (cfg.algorithm == "fused" and cfg.c_placement == "late"
+            and cfg.scale_format is None
+            and _product_grid(cfg) >= get_format(cfg.out_format).emin)
+
+
 def _c_small(cfg: AccumulatorConfig) -> bool:
     """Whether some c the unit accepts (after an input flush) lies below the output's
     smallest normal."""
@@ -599,7 +606,7 @@ def _stage_observable(cfg: AccumulatorConfig, stage: str) -> bool:
             # FDRDA flushes its c as an input, GPS and SFMA fix the stage; with the
             # output flushed no block passes a subnormal on
             return False
-        if _lone_flushed_product_passes(cfg):
+        if _lone_flushed_product_passes(cfg) or _late_results_on_grid(cfg):
             return False
         return gen or (cfg.c_placement == "early" and small_c)
     # output
