@@ -230,6 +230,103 @@ def blocks_exact(cfg: AccumulatorConfig) -> bool:
     return b["e_sum"] < fout.emax
 
 
+def _product_grid(cfg: AccumulatorConfig) -> int:
+    """Exponent g of the grid 2^g every non-zero product lies on (a's smallest subnormal
+    times b's), raised where small products are flushed (_surviving_product_grid)."""
+    fa, fb = get_format(cfg.in_format), get_format(cfg.b_fmt)
+    g = fa.emin - fa.t + fb.emin - fb.t
+    if "products" in cfg.flush:
+        g = max(g, -127 - fa.t - fb.t)
+    return g
+
+
+@functools.lru_cache(maxsize=256)
+def _products(fa_name: str, fb_name: str) -> tuple[Fraction, ...] | None:
+    """The distinct positive finite products of two formats of at most 8 bits (None for
+    wider formats: too many to list)."""
+    fa, fb = get_format(fa_name), get_format(fb_name)
+    if fa.bits > 8 or fb.bits > 8:
+        return None
+
+    def finite(f):
+        out = set()
+        for bits in f.all_patterns():
+            if f.decode(bits)[0] == "finite":
+                out.add(abs(f.to_fraction(bits)))
+        return out
+    return tuple(sorted({x * y for x in finite(fa) for y in finite(fb)}))
+
+
+def _sums_representable(cfg: AccumulatorConfig, m: int) -> bool:
+    """Whether every sum of at most m products (a's and b's formats, subnormal inputs
+    included) is a finite value of the output at its kept precision (out_t + 1 bits), at
+    least the output's smallest normal when non-zero.
+
+    A non-zero sum S whose lowest set bit is 2^l holds a product that is not a multiple of
+    2^(l + 1), at most M_l (the largest such product), and at most m - 1 others of at most
+    pmax: |S| <= (m - 1) pmax + M_l.  S fits p bits when |S| < 2^(l + p).  Checked for every
+    level l the products reach (formats of at most 8 bits, whose products are listed)."""
+    prods = _products(cfg.in_format, cfg.b_fmt)
+    if prods is None or m < 1 or cfg.scale_format is not None:
+        return False
+    fout = get_format(cfg.out_format)
+    p_out = (cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t) + 1
+    g = _product_grid(cfg)
+    if g < fout.emin:
+        return False
+    pmax = prods[-1]
+    if m * pmax > fout.fmax:
+        return False
+    levels: dict[int, Fraction] = {}
+    for x in prods:
+        if "products" in cfg.flush and x < _B32.fmin:
+            continue
+        low = 0                       # exponent of x's lowest set bit
+        num, den = x.numerator, x.denominator
+        while num % 2 == 0:
+            num //= 2
+            low += 1
+        while den % 2 == 0:
+            den //= 2
+            low -= 1
+        levels[low] = max(levels.get(low, Fraction(0)), x)
+    return all((m - 1) * pmax + big < Fraction(2) ** (low + p_out)
+               for low, big in levels.items())
+
+
+def late_chain_exact(cfg: AccumulatorConfig) -> bool:
+    """Whether a fused unit with c late returns the exactly summed products rounded once
+    (then late c), whatever its block structure: alignment drops nothing (F covers every
+    term the blocks can see, or, for listed products, the span from the largest product or
+    accumulator exponent down to the product grid), no block sum
+    wraps, and every block before the last ends on a sum of at most k - nfma products
+    (k / 2 for interleaved pairs) that the output holds exactly (:func:`_sums_representable`):
+    every such block result is the exact partial sum, so the last block rounds the exact
+    total.  Two block structures that both satisfy it give one unit (nfma and interleave not
+    observable between them).  An exhaustive search over every tuple of e2m1 products
+    (K = 4, into bfloat16, rz and rne, F = 13 and 23, accumulator.evaluate) finds no input
+    telling nfma 2 from 4 (which this rule claims), and finds those telling 1 from 2
+    (which it does not: three products 36 + 36 + 2.25 need 9 bits)."""
+    if (cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.scale_format is not None
+            or cfg.interleave == "even_odd"):
+        return False
+    if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
+        return False
+    m = cfg.k // 2 if cfg.interleave == "pairs" else cfg.k - cfg.nfma
+    if alignment_exact(cfg):
+        return m == 0 or _sums_representable(cfg, m)
+    # a narrower F that still aligns every block exactly: every term is a multiple of the
+    # product grid 2^g, a product's alignment exponent is at most e_prod, an accumulator (an
+    # exact sum of at most m products) below 2^(flog2(m pmax) + 1)
+    prods = _products(cfg.in_format, cfg.b_fmt)
+    if prods is None:
+        return False
+    g, top = _product_grid(cfg), _bounds(cfg)["e_prod"]
+    if m:
+        top = max(top, _flog2_int(int(m * prods[-1] * 2 ** -g)) + g)
+    return top - g <= cfg.frac_bits and (m == 0 or _sums_representable(cfg, m))
+
+
 def _valid(cfg: AccumulatorConfig, **change: Any) -> AccumulatorConfig | None:
     try:
         alt = cfg.replace(**change)
@@ -268,18 +365,21 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
         if alg == "sfma" or cfg.interleave == "pairs":
             return ()  # nfma is 1, or k/2 (the two interleaved groups)
         exact = blocks_exact(cfg)
+        late = late_chain_exact(cfg)
         if _two_products_round_nearest(cfg):
             return tuple(d for d in (1, 2) if d != cfg.nfma
-                         and not _two_products_round_nearest(cfg.replace(nfma=d)))
+                         and not _two_products_round_nearest(cfg.replace(nfma=d))
+                         and not (late and late_chain_exact(cfg.replace(nfma=d))))
         out = []
         for d in range(1, cfg.k + 1):
             if cfg.k % d or d == cfg.nfma:
                 continue
             if (alg == "gps" and d & (d - 1)) or (cfg.interleave == "even_odd" and d % 2):
                 continue  # not a valid configuration (config.py)
-            if exact:
+            if exact or late:
                 alt = _valid(cfg, nfma=d)
-                if alt is None or blocks_exact(alt):
+                if alt is None or (exact and blocks_exact(alt)) or (
+                        late and late_chain_exact(alt)):
                     continue
             out.append(d)
         return tuple(out)
@@ -287,7 +387,8 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
         out = []
         for v in INTERLEAVES:
             alt = None if v == cfg.interleave else _valid(cfg, interleave=v)
-            if alt is None or (blocks_exact(cfg) and blocks_exact(alt)):
+            if alt is None or (blocks_exact(cfg) and blocks_exact(alt)) or (
+                    late_chain_exact(cfg) and late_chain_exact(alt)):
                 continue
             if {cfg.interleave, v} == {"none", "pairs"} and alt.block_order == cfg.block_order:
                 continue  # k = 4: the two interleaved groups are the two blocks
@@ -456,6 +557,23 @@ def _lone_flushed_product_passes(cfg: AccumulatorConfig) -> bool:
             + get_format(cfg.b_fmt).emin >= out_emin)
 
 
+def _late_results_on_grid(cfg: AccumulatorConfig) -> bool:
+    """Whether no block of a fused unit with c late can return a non-zero result below the
+    output's smallest normal (so flushing the sums between blocks changes nothing).
+
+    No block sees c, so every term is a product (a multiple of the product grid 2^g) or an
+    earlier block's result.  Alignment truncates or rounds a term to a multiple of its
+    quantum only when that quantum lies above the grid (a finer one drops nothing), a
+    sticky half quantum is set only then (a multiple of the grid too), a carry wrap takes
+    off a power of two above the grid, and rounding a multiple of 2^g to the output keeps
+    a multiple of 2^g (or is exact): by induction every block result is a multiple of 2^g,
+    a non-zero one at least 2^g.  (The late addition of c can still make a subnormal
+    output: that is the output stage, not this one.)"""
+    return (cfg.algorithm == "fused" and cfg.c_placement == "late"
+            and cfg.scale_format is None
+            and _product_grid(cfg) >= get_format(cfg.out_format).emin)
+
+
 def _c_small(cfg: AccumulatorConfig) -> bool:
     """Whether some c the unit accepts (after an input flush) lies below the output's
     smallest normal."""
@@ -500,7 +618,7 @@ def _stage_observable(cfg: AccumulatorConfig, stage: str) -> bool:
             # FDRDA flushes its c as an input, GPS and SFMA fix the stage; with the
             # output flushed no block passes a subnormal on
             return False
-        if _lone_flushed_product_passes(cfg):
+        if _lone_flushed_product_passes(cfg) or _late_results_on_grid(cfg):
             return False
         return gen or (cfg.c_placement == "early" and small_c)
     # output
