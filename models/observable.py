@@ -185,6 +185,9 @@ def carry_needed(cfg: AccumulatorConfig) -> int:
         n_prod = n
     n_acc = n - n_prod
     acc = max(Fraction(fc.max_sig, 1 << fc.t), Fraction(fout.max_sig, 1 << fout.t))
+    one = _single_product_acc(cfg)
+    if one is not None:
+        acc = one
     # alignment moves a term's magnitude up by less than one quantum 2^-F (rd: a negative
     # term's two's-complement truncation), by half of one at most (rne; rz_sticky: the
     # truncation plus a sticky half quantum), and never (rz: truncation): with rz a sum of
@@ -228,6 +231,41 @@ def blocks_exact(cfg: AccumulatorConfig) -> bool:
     if "sums" in cfg.flush and b["grid"] < fout.emin:
         return False
     return b["e_sum"] < fout.emax
+
+
+def _single_product_acc(cfg: AccumulatorConfig) -> Fraction | None:
+    """Bound on the accumulator's significand where it is one product (else None).
+
+    With c late (fused) the first block starts from zero, so where the blocks before the
+    last hold a single product (k - nfma = 1: k = 2, nfma = 1) the last block's
+    accumulator is that product rounded to the output.  Where the output holds every
+    product exactly (out_t >= t_a + t_b + 1: at most t_a + t_b + 2 significant bits) its
+    significand, normalised to [1, 2), is at most the largest of i * j / 2^floor(log2(i * j))
+    over the integer significands i, j of the two inputs (subnormals included), which
+    for e2m1 is 1.5 (products 0.25 .. 36 have significands 1, 1.5 and 1.125), not the
+    output's 2 - 2^-t: 2.25 + 1.5 < 4, so no carry bit is ever used.  An exhaustive
+    search confirms it for e2m1 at K = 2, nfma = 1, c late (every a, b of 16^4 rows;
+    binary16, bfloat16, binary32 outputs with out_frac_bits null, 3 and 7; neab 0, 2,
+    -10; rz/rne/rd/ru final and rz/rd/rne/rz_sticky alignment rounding; accumulator.evaluate:
+    carry_bits 0 and null give the same outputs on every row).  Formats with more than 5
+    fraction bits (the search over significand pairs grows as 4^t) keep the general bound.
+    """
+    last = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
+    if (cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.k - last != 1
+            or cfg.scale_format is not None):
+        return None
+    fa, fb = get_format(cfg.in_format), get_format(cfg.b_fmt)
+    out_t = cfg.out_frac_bits if cfg.out_frac_bits is not None else get_format(cfg.out_format).t
+    if max(fa.t, fb.t) > 5 or out_t < fa.t + fb.t + 1:
+        return None
+    return _max_normalised_product_sig(fa.max_sig, fb.max_sig)
+
+
+@functools.lru_cache(maxsize=64)
+def _max_normalised_product_sig(ma: int, mb: int) -> Fraction:
+    """max over 1 <= i <= ma, 1 <= j <= mb of i * j scaled into [1, 2)."""
+    return max(Fraction(i * j, 1 << _flog2_int(i * j))
+               for i in range(1, ma + 1) for j in range(1, mb + 1))
 
 
 def _valid(cfg: AccumulatorConfig, **change: Any) -> AccumulatorConfig | None:
