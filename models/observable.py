@@ -130,6 +130,9 @@ def _bounds(cfg: AccumulatorConfig) -> dict[str, Any]:
     if cfg.k > last and cfg.algorithm == "fused":
         acc_bound = (cfg.k - last) * pmax + (cmax if early else 0)
         top["A"] = min(fout.emax, _flog2_int(acc_bound) + grid)
+        wrapped = _wrapped_acc_top(cfg, e_prod, g_p, fout)
+        if wrapped is not None:
+            top["A"] = min(top["A"], wrapped)
         low["A"] = grid
         own["A"] = min(fout.t, top["A"] - grid)
     f_exact = max(own.values())
@@ -140,6 +143,34 @@ def _bounds(cfg: AccumulatorConfig) -> dict[str, Any]:
     return {"fin": fin, "fc": fc, "fout": fout, "grid": grid, "g_p": g_p,
             "e_top": e_top, "e_prod": e_prod, "e_sum": e_sum, "e_low": e_low,
             "pmax": pmax, "total": total, "c_in_blocks": c_in_blocks, "f_exact": f_exact}
+
+
+def _wrapped_acc_top(cfg: AccumulatorConfig, e_prod: int, g_p: int, fout) -> int | None:
+    """Exponent bound on an earlier block's result where few carry bits wrap it (c late).
+
+    With c late (fused) the first block holds products only and aligns at most at
+    e_prod; a block that aligns at E wraps its sum below 2^(E + 2 + carry_bits).  For
+    the F this bound serves (at or above f_exact, so no block drops a bit) every block
+    result is a multiple of the product grid 2^g_p below 2^(E + 2 + carry_bits): when the
+    output holds E + 2 + carry_bits - g_p bits it is that sum exactly, at exponent E + 1 +
+    carry_bits at most (else rounding may reach 2^(E + 2 + carry_bits) itself); the next
+    block aligns at the larger of that and e_prod.  e2m1 at K = 16, nfma = 8, 2 carry
+    bits: the first block's result stays below 2^8 (at most 255.75), so the second block
+    aligns at 2^7 or below and F = 9 drops nothing, where the unwrapped bound 8 * 36 =
+    288 would ask F = 10 (a random search with accumulator.evaluate finds no row telling
+    F = 9 from F = 10 or 23 there; see the commit).  None where c is in the blocks or the
+    carry bits are unbounded.
+    """
+    if cfg.carry_bits is None or cfg.c_placement != "late" or cfg.algorithm != "fused":
+        return None
+    p_out = (cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t) + 1
+    blocks_before = 1 if cfg.interleave == "pairs" else (cfg.k - cfg.nfma) // cfg.nfma
+    e = None
+    for _ in range(blocks_before):
+        E = e_prod if e is None else max(e, e_prod)
+        lim = E + 2 + cfg.carry_bits
+        e = lim - 1 if lim - g_p <= p_out else lim
+    return e
 
 
 def block_terms(cfg: AccumulatorConfig) -> int:
