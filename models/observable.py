@@ -130,6 +130,9 @@ def _bounds(cfg: AccumulatorConfig) -> dict[str, Any]:
     if cfg.k > last and cfg.algorithm == "fused":
         acc_bound = (cfg.k - last) * pmax + (cmax if early else 0)
         top["A"] = min(fout.emax, _flog2_int(acc_bound) + grid)
+        wrapped = _wrapped_acc_top(cfg, e_prod, g_p, fout)
+        if wrapped is not None:
+            top["A"] = min(top["A"], wrapped)
         low["A"] = grid
         own["A"] = min(fout.t, top["A"] - grid)
     f_exact = max(own.values())
@@ -140,6 +143,34 @@ def _bounds(cfg: AccumulatorConfig) -> dict[str, Any]:
     return {"fin": fin, "fc": fc, "fout": fout, "grid": grid, "g_p": g_p,
             "e_top": e_top, "e_prod": e_prod, "e_sum": e_sum, "e_low": e_low,
             "pmax": pmax, "total": total, "c_in_blocks": c_in_blocks, "f_exact": f_exact}
+
+
+def _wrapped_acc_top(cfg: AccumulatorConfig, e_prod: int, g_p: int, fout) -> int | None:
+    """Exponent bound on an earlier block's result where few carry bits wrap it (c late).
+
+    With c late (fused) the first block holds products only and aligns at most at
+    e_prod; a block that aligns at E wraps its sum below 2^(E + 2 + carry_bits).  For
+    the F this bound serves (at or above f_exact, so no block drops a bit) every block
+    result is a multiple of the product grid 2^g_p below 2^(E + 2 + carry_bits): when the
+    output holds E + 2 + carry_bits - g_p bits it is that sum exactly, at exponent E + 1 +
+    carry_bits at most (else rounding may reach 2^(E + 2 + carry_bits) itself); the next
+    block aligns at the larger of that and e_prod.  e2m1 at K = 16, nfma = 8, 2 carry
+    bits: the first block's result stays below 2^8 (at most 255.75), so the second block
+    aligns at 2^7 or below and F = 9 drops nothing, where the unwrapped bound 8 * 36 =
+    288 would ask F = 10 (a random search with accumulator.evaluate finds no row telling
+    F = 9 from F = 10 or 23 there; see the commit).  None where c is in the blocks or the
+    carry bits are unbounded.
+    """
+    if cfg.carry_bits is None or cfg.c_placement != "late" or cfg.algorithm != "fused":
+        return None
+    p_out = (cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t) + 1
+    blocks_before = 1 if cfg.interleave == "pairs" else (cfg.k - cfg.nfma) // cfg.nfma
+    e = None
+    for _ in range(blocks_before):
+        E = e_prod if e is None else max(e, e_prod)
+        lim = E + 2 + cfg.carry_bits
+        e = lim - 1 if lim - g_p <= p_out else lim
+    return e
 
 
 def block_terms(cfg: AccumulatorConfig) -> int:
@@ -185,6 +216,9 @@ def carry_needed(cfg: AccumulatorConfig) -> int:
         n_prod = n
     n_acc = n - n_prod
     acc = max(Fraction(fc.max_sig, 1 << fc.t), Fraction(fout.max_sig, 1 << fout.t))
+    one = _single_product_acc(cfg)
+    if one is not None:
+        acc = one
     # alignment moves a term's magnitude up by less than one quantum 2^-F (rd: a negative
     # term's two's-complement truncation), by half of one at most (rne; rz_sticky: the
     # truncation plus a sticky half quantum), and never (rz: truncation): with rz a sum of
@@ -325,6 +359,41 @@ def late_chain_exact(cfg: AccumulatorConfig) -> bool:
     if m:
         top = max(top, _flog2_int(int(m * prods[-1] * 2 ** -g)) + g)
     return top - g <= cfg.frac_bits and (m == 0 or _sums_representable(cfg, m))
+
+
+def _single_product_acc(cfg: AccumulatorConfig) -> Fraction | None:
+    """Bound on the accumulator's significand where it is one product (else None).
+
+    With c late (fused) the first block starts from zero, so where the blocks before the
+    last hold a single product (k - nfma = 1: k = 2, nfma = 1) the last block's
+    accumulator is that product rounded to the output.  Where the output holds every
+    product exactly (out_t >= t_a + t_b + 1: at most t_a + t_b + 2 significant bits) its
+    significand, normalised to [1, 2), is at most the largest of i * j / 2^floor(log2(i * j))
+    over the integer significands i, j of the two inputs (subnormals included), which
+    for e2m1 is 1.5 (products 0.25 .. 36 have significands 1, 1.5 and 1.125), not the
+    output's 2 - 2^-t: 2.25 + 1.5 < 4, so no carry bit is ever used.  An exhaustive
+    search confirms it for e2m1 at K = 2, nfma = 1, c late (every a, b of 16^4 rows;
+    binary16, bfloat16, binary32 outputs with out_frac_bits null, 3 and 7; neab 0, 2,
+    -10; rz/rne/rd/ru final and rz/rd/rne/rz_sticky alignment rounding; accumulator.evaluate:
+    carry_bits 0 and null give the same outputs on every row).  Formats with more than 5
+    fraction bits (the search over significand pairs grows as 4^t) keep the general bound.
+    """
+    last = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
+    if (cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.k - last != 1
+            or cfg.scale_format is not None):
+        return None
+    fa, fb = get_format(cfg.in_format), get_format(cfg.b_fmt)
+    out_t = cfg.out_frac_bits if cfg.out_frac_bits is not None else get_format(cfg.out_format).t
+    if max(fa.t, fb.t) > 5 or out_t < fa.t + fb.t + 1:
+        return None
+    return _max_normalised_product_sig(fa.max_sig, fb.max_sig)
+
+
+@functools.lru_cache(maxsize=64)
+def _max_normalised_product_sig(ma: int, mb: int) -> Fraction:
+    """max over 1 <= i <= ma, 1 <= j <= mb of i * j scaled into [1, 2)."""
+    return max(Fraction(i * j, 1 << _flog2_int(i * j))
+               for i in range(1, ma + 1) for j in range(1, mb + 1))
 
 
 def _valid(cfg: AccumulatorConfig, **change: Any) -> AccumulatorConfig | None:
