@@ -422,14 +422,22 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
     if feature == "neab":
         if alg not in ("fused", "fdrda"):
             return ()
-        if _two_products_round_nearest(cfg):
-            return tuple(v for v in NEAB_VALUES if not alignment_exact(cfg, v)
-                         and not _two_products_round_nearest(cfg.replace(neab=v)))
-        if alg == "fused" and alignment_exact(cfg):
-            return tuple(v for v in NEAB_VALUES if not alignment_exact(cfg, v))
-        if _correctly_rounded_pairs(cfg):
-            return tuple(v for v in NEAB_VALUES if not _correctly_rounded_pairs(cfg, v))
-        return tuple(v for v in NEAB_VALUES if v != cfg.neab)
+        # F values that give one unit: any two with exact alignment; correctly rounded
+        # two-term blocks (with exact alignment one more such F); two products rounded to
+        # nearest at K = 2 with c late (likewise)
+        exact = alg == "fused" and alignment_exact(cfg)
+        cr = _correctly_rounded_pairs(cfg)
+        tpn = _two_products_round_nearest(cfg)
+        out = []
+        for v in NEAB_VALUES:
+            if v == cfg.neab:
+                continue
+            ve = alg == "fused" and alignment_exact(cfg, v)
+            if ((exact and ve) or (cr and (ve or _correctly_rounded_pairs(cfg, v)))
+                    or (tpn and (ve or _two_products_round_nearest(cfg.replace(neab=v))))):
+                continue
+            out.append(v)
+        return tuple(out)
     if feature == "nfma":
         if alg == "sfma" or cfg.interleave == "pairs":
             return ()  # nfma is 1, or k/2 (the two interleaved groups)
@@ -766,6 +774,8 @@ def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
     if cfg.algorithm != "fused" or cfg.nfma != 1 or cfg.interleave != "none":
         return False
     align = cfg.align_rounding if align is None else align
+    if cfg.final_rounding in ("rne", "rna") and align in ("rz", "rne", "rd"):
+        return _nearest_pairs_exact(cfg, neab, align)
     if align == "rz_sticky":
         extra = _CR_EXTRA[cfg.final_rounding]
         lost = 1   # one lost bit is exactly the sticky bit
@@ -786,6 +796,72 @@ def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
     # its sum's rounding point is that much deeper below the alignment exponent
     below = 0 if "inputs" in cfg.flush else 2 * fin.t
     thr = max(t_out + 1 + extra + below, max(widths) - lost)
+    return 23 + (cfg.neab if neab is None else neab) >= thr
+
+
+def _nearest_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) -> bool:
+    """Whether every block of two terms (nfma 1) rounds to nearest (rne, rna) as the exact
+    sum would, with truncating, round-to-nearest or round-down alignment: no input tells
+    such an F (or alignment rounding) from any larger one.
+
+    Let T1 be the term whose alignment exponent E is the block's, T2 the other, q = 2^(E-F).
+    Where every term lies on the output's grid (c no wider than the output, each product's
+    significand within out_t + 1 bits, the inputs' and c's lowest bits on the output's
+    subnormal grid), T1 is kept whole once F covers its own width, and T2 loses bits only
+    when its lowest set bit lies below q: then |T2| < 2^(E - F + w2) (w2: T2's significant
+    bits, at most the accumulator's out_t + 1 or a product's ta + tb + 2), far below T1.  T1
+    + T2 and T1 + T2' (T2 aligned: |T2 - T2'| < q, no multiple of q strictly between them)
+    round differently only across or onto a midpoint T1 + o, o an odd multiple of g/2, g the
+    output's spacing next to T1 (at least 2^(max(v1 - 1, out.emin) - out_t), v1 = floor(log2
+    |T1|); the overflow threshold is such a midpoint too).  Once q <= g/4, o is a multiple
+    of q, so T2' = o exactly while T2 != o: T2 holds o's bit (|T2| > |o| >= g/2 truncated,
+    |T2| > |o| - q/2 >= g/4 rounded or floored) and a bit below q, at least
+    log2(g) - (E - F) bits (one more when alignment only truncates).  That is impossible
+    once F >= w2 + E - log2(g) (+ 1 for rne and rd alignment).  E - log2(g) is at most
+    out_t + 1 when T1 is the accumulator (its exponent is E), and out_t + min(E - v1 + 1,
+    E - out.emin) when T1 is a product: E - v1 <= 0 for normalised products or products of
+    normal inputs (v1 is E or E + 1), up to the subnormal factor's t for a denormalised
+    product of one subnormal and one normal input (its exponent field lies t binades above
+    its value), and ta + tb for two subnormal inputs (E = emin_a + emin_b).  Every block
+    then equals the exactly rounded sum, so all such F give one unit, and so do the
+    alignment roundings.
+
+    Searches with accumulator.evaluate agree: e4m3 into binary16 with a subnormal factor
+    tells F = 24 from 25 (rz alignment: 2^8 * 2^-9 against c = -(2^-13 + 2^-23), the
+    truncated tail leaves the tie 2^-1 - 2^-13, which rounds to even 2^-1), and 6 million
+    random rows biased to subnormal factors (K = 2, c early, rne) tell no F >= 24 apart."""
+    if cfg.scale_format is not None:
+        return False
+    if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
+        return False
+    fa, fb = get_format(cfg.in_format), get_format(cfg.b_fmt)
+    fc, fout = get_format(cfg.c_format), get_format(cfg.out_format)
+    t_out = cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t
+    quantum = fout.emin - t_out                       # the output's grid at its bottom
+    if cfg.c_placement == "early" and (fc.t > t_out or fc.emin - fc.t < quantum
+                                       or fc.emax > fout.emax):
+        return False
+    w_prod = fa.t + fb.t + 2
+    if w_prod > t_out + 1 or fa.emin - fa.t + fb.emin - fb.t < quantum:
+        return False
+    keep_sub = "inputs" not in cfg.flush
+    # E - log2(g) - out_t for T1 a product: 1 for normal inputs or normalised products, up
+    # to t + 1 with one subnormal factor and ta + tb + 1 with two, and never more than E
+    # (the factors' exponent fields) above out.emin
+    gap = 1
+    if keep_sub and cfg.product_normalisation == "denormalised":
+        gap = max(1, min(fa.t + 1, fa.emin + fb.emax - fout.emin),
+                  min(fb.t + 1, fa.emax + fb.emin - fout.emin),
+                  min(fa.t + fb.t + 1, fa.emin + fb.emin - fout.emin))
+    # the same for T1 the accumulator: 1 (its exponent is its value's), or a subnormal c
+    # whose exponent field emin lies above its value
+    gap_acc = 1
+    if keep_sub and cfg.c_placement == "early":
+        gap_acc = max(1, min(fc.t + 1, fc.emin - fout.emin))
+    extra = 0 if align == "rz" else 1
+    thr = max(w_prod + t_out + gap_acc,                  # T1 the accumulator, T2 a product
+              t_out + 1 + t_out + gap) + extra           # T1 a product, T2 the accumulator
+    thr = max(thr, fc.t, t_out, fa.t + fb.t + 1)         # T1 kept whole
     return 23 + (cfg.neab if neab is None else neab) >= thr
 
 

@@ -4,6 +4,8 @@ that some row refutes would let `mmaprobe check` pass a feature no probe decides
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -99,3 +101,30 @@ def test_claimed_equivalences_hold_on_the_model(fin: str, fout: str, k: int) -> 
                                        f"row {bad[0]} differs")
                 checked += 1
     assert checked > 0
+
+
+def test_nearest_pairs_threshold_e4m3_binary16() -> None:
+    """Two-term blocks rounded to nearest: e4m3 into binary16 shows F = 24 against 25 (a
+    product with a subnormal factor aligns at its exponent field, t binades above its value)
+    and nothing beyond (models/observable.py, _nearest_pairs_exact)."""
+    e4, h = get_format("e4m3"), get_format("binary16")
+    base = dict(in_format="e4m3", c_format="binary16", out_format="binary16", k=1, nfma=1,
+                final_rounding="rne")
+    f24, f25, f40 = (AccumulatorConfig(neab=n, **base) for n in (1, 2, 17))
+    assert 2 not in alternatives(f40, "neab") and 1 in alternatives(f40, "neab")
+    assert 2 in alternatives(f24, "neab")
+    # 2^8 * 2^-9 (exponent field 2, value 2^-1) against c = -(2^-13 + 2^-23)
+    a = np.array([[e4.exact_bits(2 ** 8)]], dtype=np.uint64)
+    b = np.array([[e4.exact_bits(Fraction(1, 2 ** 9))]], dtype=np.uint64)
+    c = np.array([h.exact_bits(-(Fraction(1, 2 ** 13) + Fraction(1, 2 ** 23)))], dtype=np.uint64)
+    assert evaluate(f24, a, b, c)[0] != evaluate(f25, a, b, c)[0]
+    # every positive a, every subnormal b, 512 c: F = 25 and F = 40 agree
+    rng = np.random.default_rng(5)
+    av, bv = np.meshgrid(np.arange(1, 128, dtype=np.uint64), np.arange(1, 8, dtype=np.uint64))
+    cs = rng.integers(0, 1 << 16, size=512).astype(np.uint64)
+    a = np.repeat(av.reshape(-1, 1), len(cs), axis=0)
+    b = np.repeat(bv.reshape(-1, 1), len(cs), axis=0)
+    c = np.tile(cs, av.size)
+    for cfg in (f25, AccumulatorConfig(**dict(base, neab=2, final_rounding="rna"))):
+        far = cfg.replace(neab=17)
+        assert np.array_equal(evaluate(cfg, a, b, c), evaluate(far, a, b, c))
