@@ -265,11 +265,14 @@ def blocks_exact(cfg: AccumulatorConfig) -> bool:
 
 
 def _product_grid(cfg: AccumulatorConfig) -> int:
-    """Exponent g of the grid 2^g every non-zero product lies on (a's smallest subnormal
-    times b's), raised where small products are flushed (_surviving_product_grid)."""
+    """Exponent g of the grid 2^g every non-zero product lies on: a's smallest subnormal
+    times b's, or, where products below binary32's smallest normal are flushed,
+    2^(-127 - t_a - t_b) (a product P * 2^L with P < 2^(t_a + t_b + 2) reaches 2^-126 only
+    if L >= -127 - t_a - t_b): binary64 units that flush products never see one below
+    2^-233, so their blocks cannot cancel down to a binary64 subnormal."""
     fa, fb = get_format(cfg.in_format), get_format(cfg.b_fmt)
     g = fa.emin - fa.t + fb.emin - fb.t
-    if "products" in cfg.flush:
+    if "products" in cfg.flush and cfg.scale_format is None:
         g = max(g, -127 - fa.t - fb.t)
     return g
 
@@ -544,7 +547,7 @@ def _generates_subnormal(cfg: AccumulatorConfig) -> bool:
     fc, fout = b["fc"], b["fout"]
     if _pairs_of_normals_stay_normal(cfg):
         return False
-    low = g_p = _surviving_product_grid(cfg)
+    low = g_p = _product_grid(cfg)
     chained = cfg.blocks > 1 or cfg.interleave == "pairs"
     acc_t = max(fc.t if b["c_in_blocks"] or cfg.algorithm == "sfma" else 0,
                 fout.t if chained or cfg.algorithm == "sfma" else 0)
@@ -593,19 +596,6 @@ def _pairs_of_normals_stay_normal(cfg: AccumulatorConfig) -> bool:
     return (fc.emin >= fout.emin and p_exp - 2 >= fout.emin and grid >= fout.emin
             and p_exp - 1 - t_acc >= fout.emin
             and cfg.frac_bits >= max(t_acc, fa.t + fb.t) + 3)
-
-
-def _surviving_product_grid(cfg: AccumulatorConfig) -> int:
-    """Exponent of the grid every non-zero product lies on: 2^(2 (in.emin - in.t)), or,
-    where products below binary32's smallest normal are flushed, 2^(-127 - t_a - t_b) (a
-    product P * 2^L with P < 2^(t_a + t_b + 2) reaches 2^-126 only if L >= -127 - t_a - t_b):
-    binary64 units that flush products never see one below 2^-233, so their blocks cannot
-    cancel down to a binary64 subnormal."""
-    b = _bounds(cfg)
-    if "products" not in cfg.flush or cfg.scale_format is not None:
-        return b["g_p"]
-    t_ab = b["fin"].t + get_format(cfg.b_fmt).t
-    return max(b["g_p"], -127 - t_ab)
 
 
 def _lone_flushed_product_passes(cfg: AccumulatorConfig) -> bool:
