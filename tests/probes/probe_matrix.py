@@ -12,6 +12,7 @@ gap of probes/gaps.yaml than it records).
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import sys
 import time
@@ -89,11 +90,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
     counts: dict[str, dict] = {}
+    reasons: collections.Counter = collections.Counter()
     t0 = time.time()
     for fin in args.fin or ALL_IN:
-        counts.update(cells(fin, check_format(fin, args.jobs)))
+        rep = check_format(fin, args.jobs)
+        counts.update(cells(fin, rep))
+        for c in rep.coverage:
+            reasons.update(c.gap_reasons)
         print(f"{fin}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
     print(table(counts))
+    print("\nknown gaps by entry of probes/gaps.yaml (configuration-features, reason):")
+    for why, n in reasons.most_common():
+        print(f"{n:7d}  {why[:150]}")
     und = sum(c.get("undecided", 0) for c in counts.values())
     obs = sum(c.get("observable", 0) for c in counts.values())
     wrong = sum(c.get("wrong", 0) for c in counts.values())
