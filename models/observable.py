@@ -766,27 +766,78 @@ def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
     align = cfg.align_rounding if align is None else align
     if cfg.final_rounding in ("rne", "rna") and align in ("rz", "rne", "rd"):
         return _nearest_pairs_exact(cfg, neab, align)
+    return _sticky_pairs_exact(cfg, neab, align)
+
+
+def _sticky_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) -> bool:
+    """Whether every block of two terms (nfma 1) with truncation and a sticky bit (or
+    round-down alignment under a round-down final rounding) is correctly rounded: the
+    block result is the exact sum of its terms rounded to the output.
+
+    Let T1 be the term whose exponent field E sets the alignment, T2 the other, q =
+    2^(E - F).  F at least T1's width below E (a product's ta + tb, one more normalised;
+    the accumulator's out_t; c's t) keeps T1 whole, a multiple of q.  Where T2 keeps its
+    bits too the block is exact.  Else T2' (T2 truncated plus a sticky half quantum, or
+    floored) differs from T2, and both T1 + T2 and T1 + T2' lie strictly inside one interval
+    (m q, (m + 1) q) (floored: T1 + T2' = m q, the interval's closed lower end, which
+    round-down treats as the exact sum).  The final rounding maps the whole interval to
+    one value unless it holds a rounding boundary that is no multiple of q: a grid point of
+    the output (spacing g) for the directed modes, a midpoint for the nearest ones (q <=
+    g/2 suffices), and for round-to-odd an even grid point (q <= 2g) -- _CR_EXTRA.  So
+    the block rounds correctly once q <= g 2^-extra wherever the sum can lie:
+    * anywhere, when q <= 2^(out.emin - out_t - extra), the output's finest spacing: F >=
+      E - out.emin + out_t + extra, bounded where E is (a product with a subnormal factor:
+      E <= emin_a + emax_b; c subnormal: E = c.emin);
+    * near T1 otherwise.  |T1| >= 2^(E - d): d = 0 for a normal accumulator or c and for a
+      product of normal inputs or a normalised one, t for one subnormal factor (its
+      exponent field lies t binades above its value), ta + tb for two, c.t for a
+      subnormal c.  T2' != T2 needs T2's lowest bit at or below 2^(E - F - 1 - lost)
+      (lost = 1: one dropped bit is kept exactly by the sticky bit; floored: 0), so
+      |T2|, |T2'| <= 2^(E - F - 1 - lost + w2) (w2: the bits from T2's lowest possible
+      one to its top, ta + tb + 2 for a product, out_t + 1 or c.t + 1 for the
+      accumulator); F >= d + w2 - lost keeps both sums at or above 2^(E - d - 1), where g
+      >= 2^(E - d - 1 - out_t): F >= d + 1 + out_t + extra.
+    (The overflow threshold is a grid point or midpoint too; a flushed stage only removes
+    terms; no sum may wrap: carry bits as carry_needed asks.)  Block-scaled products are
+    not covered.  The searches of tests/models/test_observable.py build the sums that sit
+    on a boundary (c = M - P + a tail below q) and find the bound tight where they reach it.
+    """
     if align == "rz_sticky":
-        extra = _CR_EXTRA[cfg.final_rounding]
-        lost = 1   # one lost bit is exactly the sticky bit
+        extra, lost = _CR_EXTRA[cfg.final_rounding], 1
     elif align == "rd" and cfg.final_rounding == "rd":
         extra, lost = 0, 0
     else:
         return False
+    if cfg.scale_format is not None:
+        return False
     if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
         return False
-    fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
-                     get_format(cfg.out_format))
+    fa, fb = get_format(cfg.in_format), get_format(cfg.b_fmt)
+    fc, fout = get_format(cfg.c_format), get_format(cfg.out_format)
     t_out = cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t
-    # terms that can cancel the alignment exponent's term completely lie in its binade (c,
-    # an earlier result) or one below with a significand of at least 2 (a product): their
-    # lowest bits, t and 2t + 1 below it, must survive (a sticky bit stands in for one)
-    widths = [1 + 2 * fin.t, t_out] + ([fc.t] if cfg.c_placement == "early" else [])
-    # a product with a subnormal factor lies up to 2t binades below its exponent field, so
-    # its sum's rounding point is that much deeper below the alignment exponent
-    below = 0 if "inputs" in cfg.flush else 2 * fin.t
-    thr = max(t_out + 1 + extra + below, max(widths) - lost)
-    return 23 + (cfg.neab if neab is None else neab) >= thr
+    early = cfg.c_placement == "early"
+    keep_sub = "inputs" not in cfg.flush
+    normalised = cfg.product_normalisation == "normalised"
+    f = 23 + (cfg.neab if neab is None else neab)
+    if f < max(fa.t + fb.t + normalised, t_out, fc.t if early else 0):
+        return False                                     # T1 not kept whole
+    w_prod = fa.t + fb.t + 2
+    w_acc = max(t_out, fc.t if early else 0) + 1
+
+    def rounds_correctly(d: int, e_top: int | None, w2: int) -> bool:
+        anywhere = e_top is not None and f >= e_top - fout.emin + t_out + extra
+        return anywhere or (f >= d + 1 + t_out + extra and f >= d + w2 - lost)
+
+    # (d, the largest E, T2's width) for each kind of T1
+    kinds = [(0, None, w_prod),                          # normal accumulator or c
+             (t_out, fout.emin, w_prod),                 # subnormal earlier result
+             (0, None, w_acc)]                           # product of normal inputs
+    if keep_sub and not normalised:
+        kinds += [(fa.t, fa.emin + fb.emax, w_acc), (fb.t, fa.emax + fb.emin, w_acc),
+                  (fa.t + fb.t, fa.emin + fb.emin, w_acc)]
+    if keep_sub and early:
+        kinds.append((fc.t, fc.emin, w_prod))            # subnormal c
+    return all(rounds_correctly(*k) for k in kinds)
 
 
 def _nearest_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) -> bool:

@@ -128,3 +128,68 @@ def test_nearest_pairs_threshold_e4m3_binary16() -> None:
     for cfg in (f25, AccumulatorConfig(**dict(base, neab=2, final_rounding="rna"))):
         far = cfg.replace(neab=17)
         assert np.array_equal(evaluate(cfg, a, b, c), evaluate(far, a, b, c))
+
+
+def _sticky_unit(neab: int, **kw) -> AccumulatorConfig:
+    return AccumulatorConfig(k=1, nfma=1, neab=neab, align_rounding="rz_sticky", **kw)
+
+
+def test_sticky_pairs_width_bound_binary16() -> None:
+    """A sticky bit keeps one dropped bit exactly, not two: with the inputs flushed, c =
+    2^2 and the product -(2 - 2^-10)^2 = -(4 - 2^-8 + 2^-20) leave 4095 * 2^-20, a tie
+    for binary16 that rounds to even 2^-8; at F = 20 the alignment drops the product's two
+    lowest bits (01), the sticky bit puts back 10 and the sum 4094 * 2^-20 is exact
+    (models/observable.py, _sticky_pairs_exact: F >= ta + tb + 2 - 1)."""
+    h = get_format("binary16")
+    kw = dict(in_format="binary16", c_format="binary16", out_format="binary16",
+              final_rounding="rne", flush=("inputs",))
+    f20, f21, f40 = (_sticky_unit(n - 23, **kw) for n in (20, 21, 40))
+    m = Fraction(2 ** 11 - 1, 2 ** 10)
+    a = np.array([[h.exact_bits(-m)]], dtype=np.uint64)
+    b = np.array([[h.exact_bits(m)]], dtype=np.uint64)
+    c = np.array([h.exact_bits(Fraction(4))], dtype=np.uint64)
+    got = [h.to_fraction(int(evaluate(cfg, a, b, c)[0])) for cfg in (f20, f21, f40)]
+    assert got == [Fraction(4094, 2 ** 20), Fraction(1, 2 ** 8), Fraction(1, 2 ** 8)]
+    assert 20 - 23 in alternatives(f40, "neab") and 21 - 23 not in alternatives(f40, "neab")
+
+
+def test_sticky_pairs_threshold_bfloat16_binary16() -> None:
+    """bfloat16 products with a subnormal factor into binary16 (rne, rz_sticky alignment):
+    P = a * b aligns at its exponent field E = -126 + e_b, 7 binades above the value for
+    the smallest subnormal a; c = M - P + tail puts the exact sum a tail away from an
+    output midpoint or grid point M.  F = 18 tells some such row from F = 63, F >= 19
+    none (models/observable.py, _sticky_pairs_exact: F >= d + 1 + out_t + extra = 7 + 1 +
+    10 + 1)."""
+    bf, h = get_format("bfloat16"), get_format("binary16")
+    kw = dict(in_format="bfloat16", c_format="binary16", out_format="binary16",
+              final_rounding="rne")
+    rows = []
+    for ma in (1, 2, 3, 5, 127):                       # subnormal a = ma * 2^-133
+        for mb in (128, 129, 191, 255):                # b = mb / 128 * 2^eb
+            for eb in (100, 110, 118, 127):
+                p = Fraction(ma * mb, 2 ** (133 + 7)) * 2 ** eb
+                e_field = eb - 126
+                v = p.numerator.bit_length() - p.denominator.bit_length()
+                v -= Fraction(2) ** v > p
+                for drop in (0, 1):                    # the binade of P or the one below
+                    g = Fraction(2) ** (max(v - drop, h.emin) - h.t)
+                    for j in range(-2, 4):
+                        m = (p / g).__floor__() * g + j * g / 2
+                        for depth in range(15, 26):
+                            for s in (1, -1, 3, -3):
+                                cb = h.exact_bits(m - p + s * Fraction(2) ** (e_field - depth))
+                                if cb is not None:
+                                    rows.append((bf.exact_bits(Fraction(ma, 2 ** 133)),
+                                                 bf.exact_bits(Fraction(mb, 128) * 2 ** eb),
+                                                 cb))
+    a = np.array([[r[0]] for r in rows], dtype=np.uint64)
+    b = np.array([[r[1]] for r in rows], dtype=np.uint64)
+    c = np.array([r[2] for r in rows], dtype=np.uint64)
+    far = evaluate(_sticky_unit(40, **kw), a, b, c)
+    differ = {f: int((evaluate(_sticky_unit(f - 23, **kw), a, b, c) != far).sum())
+              for f in range(17, 24)}
+    assert differ[17] and differ[18], differ
+    assert not any(differ[f] for f in range(19, 24)), differ
+    claimed = set(alternatives(_sticky_unit(40, **kw), "neab"))
+    assert 18 - 23 in claimed and not claimed & set(range(19 - 23, 24 - 23))
+
