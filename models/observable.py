@@ -115,7 +115,12 @@ def _bounds(cfg: AccumulatorConfig) -> dict[str, Any]:
                 min(e_sum, fout.emax) if cfg.blocks > 1 or cfg.interleave == "pairs"
                 else e_prod)
     # smallest alignment exponent of a non-zero term: a subnormal product, c or block result
-    e_low = min(2 * fin.emin, fc.emin if c_in_blocks else 2 * fin.emin, fout.emin)
+    # (a product left by the flush below binary32's smallest normal is at least 2^-126, so
+    # its exponent field is too)
+    e_p_low = 2 * fin.emin
+    if "products" in cfg.flush:
+        e_p_low = max(e_p_low, _B32.emin)
+    e_low = min(e_p_low, fc.emin if c_in_blocks else e_p_low, fout.emin)
     # F at and above which alignment drops nothing: the largest distance from a block's
     # alignment exponent (set by one term) down to the lowest bit of a term that can share
     # the block with it.  Terms: products P, c (first block, early), the accumulator A (an
@@ -248,6 +253,27 @@ def rounding_exact(cfg: AccumulatorConfig) -> bool:
         bits = min(bits, b["e_sum"] + 1 - b["grid"])
         low_ok = low_ok or b["grid"] >= quantum
     return bits <= p_out and low_ok
+
+
+def rounding_flushed(cfg: AccumulatorConfig) -> bool:
+    """Whether every fused block result that the final rounding rounds is flushed: the
+    output stage flushes subnormals, and a block sum of few bits needs rounding only far
+    below the output's smallest normal.
+
+    A block keeps F bits below its alignment exponent E (and a sticky half quantum): its
+    sum is a multiple of q = 2^(E - F - sticky) below 2^(E + 2 + clog2 n) in magnitude (n
+    terms, each below 4 * 2^E), so it has at most b = F + sticky + 2 + clog2 n bits and
+    rounds only when q lies below the output's quantum 2^(out.emin - out_t).  Then |x| <
+    2^(out.emin - out_t + b - 1), and with b <= out_t the rounded value stays below
+    2^(out.emin - 1): the flush turns it into a zero of x's sign whatever the rounding
+    mode (binary64 into binary64 at F far below 52).  A late c is added with
+    late_rounding, not the final rounding."""
+    if cfg.algorithm != "fused" or "output" not in cfg.flush:
+        return False
+    fout = get_format(cfg.out_format)
+    t_out = cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t
+    sticky = int(cfg.align_rounding == "rz_sticky")
+    return cfg.frac_bits + sticky + 2 + _clog2(block_terms(cfg)) <= t_out
 
 
 def blocks_exact(cfg: AccumulatorConfig) -> bool:
@@ -515,7 +541,7 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
     if feature == "final_rounding":
         if alg == "gps":
             return ()  # CDNA2 GPS rounds every operation to nearest even ([XWYY25] Alg. 3)
-        if rounding_exact(cfg):
+        if rounding_exact(cfg) or rounding_flushed(cfg):
             if not _zero_sign_shows_rd(cfg):
                 return ()
             rd = cfg.final_rounding == "rd"

@@ -193,3 +193,30 @@ def test_sticky_pairs_threshold_bfloat16_binary16() -> None:
     claimed = set(alternatives(_sticky_unit(40, **kw), "neab"))
     assert 18 - 23 in claimed and not claimed & set(range(19 - 23, 24 - 23))
 
+
+@pytest.mark.parametrize("flush", [("output",), ("products",)])
+def test_binary64_final_rounding_shows_only_in_zero_signs(flush) -> None:
+    """binary64 into binary64 at F = 23: a block sum has at most 27 bits, so it is exact
+    unless it lies far below 2^-1022, where a flushed output hides the rounding
+    (rounding_flushed), and with products below 2^-126 flushed no block aligns that low
+    (rounding_exact): only round-down shows, through the sign of an exact zero."""
+    rng = np.random.default_rng(7)
+    base = dict(in_format="binary64", c_format="binary64", out_format="binary64", k=4,
+                nfma=2, flush=flush)
+    cfgs = {m: AccumulatorConfig(final_rounding=m, **base) for m in ("rne", "rz", "ru", "rd")}
+    assert alternatives(cfgs["rne"], "final_rounding") == ("rd",)
+    (a, b, c), _ = pool_rows(cfgs["rne"], 4000, rng)
+    n = 4000                                            # tiny sums too
+    e = rng.integers(-1050, -100, size=(n, 4))
+    sign = np.where(rng.random((n, 4)) < 0.5, -1.0, 1.0)
+    ta = ((rng.random((n, 4)) + 1) * np.exp2(e // 2)).view(np.uint64)
+    tb = (sign * (rng.random((n, 4)) + 1) * np.exp2(e - e // 2)).view(np.uint64)
+    tc = ((rng.random(n) + 1) * np.exp2(rng.integers(-1074, -1000, size=n))).view(np.uint64)
+    a, b, c = np.concatenate([a, ta]), np.concatenate([b, tb]), np.concatenate([c, tc])
+    ref = evaluate(cfgs["rne"], a, b, c)
+    for m in ("rz", "ru"):
+        assert np.array_equal(evaluate(cfgs[m], a, b, c), ref), m
+    rd = evaluate(cfgs["rd"], a, b, c)
+    mag = np.uint64(0x7FFF_FFFF_FFFF_FFFF)
+    differ = rd != ref
+    assert differ.any() and not ((rd[differ] & mag).any() or (ref[differ] & mag).any())
