@@ -884,7 +884,12 @@ def _nearest_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) -
     of q, so T2' = o exactly while T2 != o: T2 holds o's bit (|T2| > |o| >= g/2 truncated,
     |T2| > |o| - q/2 >= g/4 rounded or floored) and a bit below q, at least
     log2(g) - (E - F) bits (one more when alignment only truncates).  That is impossible
-    once F >= w2 + E - log2(g) (+ 1 for rne and rd alignment).  E - log2(g) is at most
+    once F >= w2 + E - log2(g) (+ 1 for rne and rd alignment, where T2 may have exactly
+    that many bits: T2 = o -+ q/2, all ones, rounded onto o; a product of two significands
+    is never all ones at its full width, and the tie T1 + o rounds to even as the exact sum
+    rounds to T1 unless T1 is odd on the output's grid, which under final rne a product of
+    at most out_t bits on a grid above the output's quantum is not: only an all-ones
+    accumulator beside a product that can be odd needs the extra bit).  E - log2(g) is at most
     out_t + 1 when T1 is the accumulator (its exponent is E), and out_t + min(E - v1 + 1,
     E - out.emin) when T1 is a product: E - v1 <= 0 for normalised products or products of
     normal inputs (v1 is E or E + 1), up to the subnormal factor's t for a denormalised
@@ -912,22 +917,36 @@ def _nearest_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) -
     if w_prod > t_out + 1 or fa.emin - fa.t + fb.emin - fb.t < quantum:
         return False
     keep_sub = "inputs" not in cfg.flush
-    # E - log2(g) - out_t for T1 a product: 1 for normal inputs or normalised products, up
-    # to t + 1 with one subnormal factor and ta + tb + 1 with two, and never more than E
-    # (the factors' exponent fields) above out.emin
-    gap = 1
-    if keep_sub and cfg.product_normalisation == "denormalised":
-        gap = max(1, min(fa.t + 1, fa.emin + fb.emax - fout.emin),
-                  min(fb.t + 1, fa.emax + fb.emin - fout.emin),
-                  min(fa.t + fb.t + 1, fa.emin + fb.emin - fout.emin))
-    # the same for T1 the accumulator: 1 (its exponent is its value's), or a subnormal c
-    # whose exponent field emin lies above its value
+    # E - log2(g) - out_t for T1 the accumulator: 1 (its exponent is its value's), or a
+    # subnormal c whose exponent field emin lies above its value
     gap_acc = 1
     if keep_sub and cfg.c_placement == "early":
         gap_acc = max(1, min(fc.t + 1, fc.emin - fout.emin))
-    extra = 0 if align == "rz" else 1
-    thr = max(w_prod + t_out + gap_acc,                  # T1 the accumulator, T2 a product
-              t_out + 1 + t_out + gap) + extra           # T1 a product, T2 the accumulator
+    lsb_min = fa.emin - fa.t + fb.emin - fb.t           # every product's grid
+
+    def extra(width: int) -> int:
+        # the extra bit of rne/rd alignment: T2 = o -+ q/2 (all ones) rounded onto the
+        # midpoint T1 + o; T1 + o then rounds to even, as the exact sum does (to T1)
+        # unless T1 is odd on the output's grid, which a product narrower than the
+        # output's precision, on a grid above its smallest quantum, never is
+        if align == "rz" or (cfg.final_rounding == "rne" and width <= t_out
+                             and lsb_min > quantum):
+            return 0
+        return 1
+
+    # T1 a product, T2 the accumulator (which can be all ones): E - log2(g) - out_t is 1
+    # for normal inputs or normalised products, up to t + 1 with one subnormal factor and
+    # ta + tb + 1 with two, and never more than E (the factors' exponent fields) above
+    # out.emin; with each, the product's width
+    kinds = [(1, w_prod)]
+    if keep_sub and cfg.product_normalisation == "denormalised":
+        kinds += [(min(fa.t + 1, fa.emin + fb.emax - fout.emin), fa.t + fb.t + 1),
+                  (min(fb.t + 1, fa.emax + fb.emin - fout.emin), fa.t + fb.t + 1),
+                  (min(fa.t + fb.t + 1, fa.emin + fb.emin - fout.emin), fa.t + fb.t)]
+    thr = max(t_out + 1 + t_out + max(1, d) + extra(w) for d, w in kinds)
+    # T1 the accumulator, T2 a product: a product of two significands of ta + 1 and tb + 1
+    # bits is below 2^(ta + tb + 2) - 1, never all ones at full width: no extra bit
+    thr = max(thr, w_prod + t_out + gap_acc)
     thr = max(thr, fc.t, t_out, fa.t + fb.t + 1)         # T1 kept whole
     return 23 + (cfg.neab if neab is None else neab) >= thr
 

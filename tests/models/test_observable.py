@@ -153,6 +153,37 @@ def test_sticky_pairs_width_bound_binary16() -> None:
     assert 20 - 23 in alternatives(f40, "neab") and 21 - 23 not in alternatives(f40, "neab")
 
 
+def _boundary_rows(fin: str, fout: str, factors, depths):
+    """Rows (a, b, c) of one product P = a * b and c = M - P + tail: M a grid point or
+    midpoint of the output near P (in P's binade or the one below), the tail +-1 or +-3
+    times 2^(E - depth), E = P's exponent field.  Such rows put the exact sum a tail away
+    from a rounding boundary, where a block that drops or rounds the tail differs."""
+    fi, fo = get_format(fin), get_format(fout)
+    rows = []
+    for x, y in factors:
+        p = x * y
+        e_field = fi.decode(fi.exact_bits(x))[3] + fi.decode(fi.exact_bits(y))[3]
+        v = p.numerator.bit_length() - p.denominator.bit_length()
+        v -= Fraction(2) ** v > p
+        for drop in (0, 1):
+            g = Fraction(2) ** (max(v - drop, fo.emin) - fo.t)
+            for j in range(-2, 4):
+                m = (p / g).__floor__() * g + j * g / 2
+                for depth in depths:
+                    for s in (1, -1, 3, -3):
+                        cb = fo.exact_bits(m - p + s * Fraction(2) ** (e_field - depth))
+                        if cb is not None:
+                            rows.append((fi.exact_bits(x), fi.exact_bits(y), cb))
+    return (np.array([[r[0]] for r in rows], dtype=np.uint64),
+            np.array([[r[1]] for r in rows], dtype=np.uint64),
+            np.array([r[2] for r in rows], dtype=np.uint64))
+
+
+def _differing(unit, a, b, c, fs) -> dict[int, int]:
+    far = evaluate(unit(40), a, b, c)
+    return {f: int((evaluate(unit(f - 23), a, b, c) != far).sum()) for f in fs}
+
+
 def test_sticky_pairs_threshold_bfloat16_binary16() -> None:
     """bfloat16 products with a subnormal factor into binary16 (rne, rz_sticky alignment):
     P = a * b aligns at its exponent field E = -126 + e_b, 7 binades above the value for
@@ -160,38 +191,43 @@ def test_sticky_pairs_threshold_bfloat16_binary16() -> None:
     output midpoint or grid point M.  F = 18 tells some such row from F = 63, F >= 19
     none (models/observable.py, _sticky_pairs_exact: F >= d + 1 + out_t + extra = 7 + 1 +
     10 + 1)."""
-    bf, h = get_format("bfloat16"), get_format("binary16")
-    kw = dict(in_format="bfloat16", c_format="binary16", out_format="binary16",
-              final_rounding="rne")
-    rows = []
-    for ma in (1, 2, 3, 5, 127):                       # subnormal a = ma * 2^-133
-        for mb in (128, 129, 191, 255):                # b = mb / 128 * 2^eb
-            for eb in (100, 110, 118, 127):
-                p = Fraction(ma * mb, 2 ** (133 + 7)) * 2 ** eb
-                e_field = eb - 126
-                v = p.numerator.bit_length() - p.denominator.bit_length()
-                v -= Fraction(2) ** v > p
-                for drop in (0, 1):                    # the binade of P or the one below
-                    g = Fraction(2) ** (max(v - drop, h.emin) - h.t)
-                    for j in range(-2, 4):
-                        m = (p / g).__floor__() * g + j * g / 2
-                        for depth in range(15, 26):
-                            for s in (1, -1, 3, -3):
-                                cb = h.exact_bits(m - p + s * Fraction(2) ** (e_field - depth))
-                                if cb is not None:
-                                    rows.append((bf.exact_bits(Fraction(ma, 2 ** 133)),
-                                                 bf.exact_bits(Fraction(mb, 128) * 2 ** eb),
-                                                 cb))
-    a = np.array([[r[0]] for r in rows], dtype=np.uint64)
-    b = np.array([[r[1]] for r in rows], dtype=np.uint64)
-    c = np.array([r[2] for r in rows], dtype=np.uint64)
-    far = evaluate(_sticky_unit(40, **kw), a, b, c)
-    differ = {f: int((evaluate(_sticky_unit(f - 23, **kw), a, b, c) != far).sum())
-              for f in range(17, 24)}
+    factors = [(Fraction(ma, 2 ** 133), Fraction(mb, 128) * 2 ** eb)
+               for ma in (1, 2, 3, 5, 127) for mb in (128, 129, 191, 255)
+               for eb in (100, 110, 118, 127)]
+    a, b, c = _boundary_rows("bfloat16", "binary16", factors, range(15, 26))
+
+    def unit(n):
+        return _sticky_unit(n, in_format="bfloat16", c_format="binary16",
+                            out_format="binary16", final_rounding="rne")
+    differ = _differing(unit, a, b, c, range(17, 24))
     assert differ[17] and differ[18], differ
     assert not any(differ[f] for f in range(19, 24)), differ
-    claimed = set(alternatives(_sticky_unit(40, **kw), "neab"))
+    claimed = set(alternatives(unit(40), "neab"))
     assert 18 - 23 in claimed and not claimed & set(range(19 - 23, 24 - 23))
+
+
+@pytest.mark.parametrize("align", ["rne", "rd"])
+def test_nearest_pairs_threshold_e4m3_bfloat16(align: str) -> None:
+    """e4m3 into bfloat16 under rne with rne or rd alignment: the extra bit those
+    alignments need (an all-ones accumulator rounded onto a midpoint beside a product) is
+    needed only where the product is odd on the output's grid, and e4m3 products of
+    subnormal inputs (7 bits at most with one, 6 with two; the deepest binades) never are:
+    F = 21 (rd: 20) tells some row from F = 63, F >= 22 none (models/observable.py,
+    _nearest_pairs_exact; 23 before)."""
+    e4 = get_format("e4m3")
+    pos = [e4.to_fraction(i) for i in range(1, 0x7F)]
+    factors = [(x, y) for x in pos[:7] for y in pos[:7] + pos[7::3]]
+    a, b, c = _boundary_rows("e4m3", "bfloat16", factors, range(19, 25))
+
+    def unit(n):
+        return AccumulatorConfig(in_format="e4m3", c_format="bfloat16", out_format="bfloat16",
+                                 k=1, nfma=1, neab=n, final_rounding="rne",
+                                 align_rounding=align)
+    differ = _differing(unit, a, b, c, range(20, 26))
+    assert differ[21 if align == "rne" else 20], differ
+    assert not any(differ[f] for f in range(22, 26)), differ
+    claimed = set(alternatives(unit(40), "neab"))
+    assert 21 - 23 in claimed and not claimed & set(range(22 - 23, 26 - 23))
 
 
 @pytest.mark.parametrize("flush", [("output",), ("products",)])
