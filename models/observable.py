@@ -795,6 +795,15 @@ def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
     return _sticky_pairs_exact(cfg, neab, align)
 
 
+def _subnormal_products(fa, fb) -> list[tuple[int, int, int]]:
+    """Products of a subnormal input with a normal one (either factor) and of two subnormal
+    inputs, denormalised, as (d, E, w): their exponent field lies at most d binades above
+    their value and is at most E, and they have at most w significant bits."""
+    return [(fa.t, fa.emin + fb.emax, fa.t + fb.t + 1),
+            (fb.t, fa.emax + fb.emin, fa.t + fb.t + 1),
+            (fa.t + fb.t, fa.emin + fb.emin, fa.t + fb.t)]
+
+
 def _sticky_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) -> bool:
     """Whether every block of two terms (nfma 1) with truncation and a sticky bit (or
     round-down alignment under a round-down final rounding) is correctly rounded: the
@@ -859,8 +868,7 @@ def _sticky_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) ->
              (t_out, fout.emin, w_prod),                 # subnormal earlier result
              (0, None, w_acc)]                           # product of normal inputs
     if keep_sub and not normalised:
-        kinds += [(fa.t, fa.emin + fb.emax, w_acc), (fb.t, fa.emax + fb.emin, w_acc),
-                  (fa.t + fb.t, fa.emin + fb.emin, w_acc)]
+        kinds += [(d, e, w_acc) for d, e, _ in _subnormal_products(fa, fb)]
     if keep_sub and early:
         kinds.append((fc.t, fc.emin, w_prod))            # subnormal c
     return all(rounds_correctly(*k) for k in kinds)
@@ -940,9 +948,7 @@ def _nearest_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) -
     # out.emin; with each, the product's width
     kinds = [(1, w_prod)]
     if keep_sub and cfg.product_normalisation == "denormalised":
-        kinds += [(min(fa.t + 1, fa.emin + fb.emax - fout.emin), fa.t + fb.t + 1),
-                  (min(fb.t + 1, fa.emax + fb.emin - fout.emin), fa.t + fb.t + 1),
-                  (min(fa.t + fb.t + 1, fa.emin + fb.emin - fout.emin), fa.t + fb.t)]
+        kinds += [(min(d + 1, e - fout.emin), w) for d, e, w in _subnormal_products(fa, fb)]
     thr = max(t_out + 1 + t_out + max(1, d) + extra(w) for d, w in kinds)
     # T1 the accumulator, T2 a product: a product of two significands of ta + 1 and tb + 1
     # bits is below 2^(ta + tb + 2) - 1, never all ones at full width: no extra bit
