@@ -781,10 +781,10 @@ def _two_products_round_nearest(cfg: AccumulatorConfig) -> bool:
 def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
                              align: str | None = None) -> bool:
     """Whether every block of two terms (nfma 1: the accumulator and one product) is
-    correctly rounded: truncation with a sticky bit, or round-down alignment under a
-    round-down final rounding, with F covering the output's precision (and its round bit
-    for the nearest modes), and every term kept exactly where the two can cancel
-    completely.  (Round-down alignment under rna is not: a product of p + 1 bits can sit on
+    correctly rounded: under a nearest final rounding with truncating, nearest or
+    round-down alignment (_nearest_pairs_exact), or with a sticky bit, or round-down
+    alignment under a round-down final rounding (_sticky_pairs_exact), each from the F its
+    function proves.  (Round-down alignment under rna is not: a product of p + 1 bits can sit on
     a midpoint, and flooring a positive tail of a negative sum lands on it, which rounds
     away while the exact sum rounds toward zero; probes/library/two-term-align-split.yaml.)"""
     if cfg.algorithm != "fused" or cfg.nfma != 1 or cfg.interleave != "none":
