@@ -256,3 +256,36 @@ def test_binary64_final_rounding_shows_only_in_zero_signs(flush) -> None:
     mag = np.uint64(0x7FFF_FFFF_FFFF_FFFF)
     differ = rd != ref
     assert differ.any() and not ((rd[differ] & mag).any() or (ref[differ] & mag).any())
+
+
+@pytest.mark.parametrize("fin,fout,final,align,first", [
+    ("e5m2", "binary16", "rne", "rz", 24),   # products of two subnormals lie below the grid
+    ("e5m2", "binary16", "rna", "rne", 24),
+    ("e4m3", "binary16", "rna", "rd", 25),   # rna: the extra bit only on the far side
+    ("e5m2", "bfloat16", "rna", "rne", 20),
+])
+def test_nearest_pairs_threshold_fp8(fin: str, fout: str, final: str, align: str,
+                                     first: int) -> None:
+    """fp8 two-term blocks rounded to nearest, from the F that models/observable.py
+    (_nearest_pairs_exact) proves correctly rounded: F = first - 1 tells some boundary row
+    from F = 63, F >= first none, and alternatives() claims exactly that.
+    * e5m2 into binary16: a product of two subnormal inputs (2^-32) lies below binary16's
+      grid, but its exponent field (-28) lies below any non-zero accumulator's (-14), so it
+      never sets the alignment beside one; the bound holds as for e4m3.
+    * rna: the all-ones accumulator T2 = o -+ q/2 that rne or rd alignment rounds onto the
+      tie T1 + o changes the result only where rna takes the tie away from T1, on T1's far
+      side, where the output's spacing is the coarser one: no extra bit beyond the near
+      side's (e4m3 into binary16: 25, not 26; e5m2 into bfloat16: 20, not 21)."""
+    fi = get_format(fin)
+    pos = [fi.to_fraction(i) for i in range(1, 0x7B)]      # finite in e4m3 and e5m2
+    factors = [(x, s * y) for x in pos[:2] for y in pos for s in (1, -1)]  # a subnormal a
+    a, b, c = _boundary_rows(fin, fout, factors, range(first - 4, first + 2))
+
+    def unit(n):
+        return AccumulatorConfig(in_format=fin, c_format=fout, out_format=fout, k=1, nfma=1,
+                                 neab=n, final_rounding=final, align_rounding=align)
+    differ = _differing(unit, a, b, c, range(first - 1, first + 3))
+    assert differ[first - 1], differ
+    assert not any(differ[f] for f in range(first, first + 3)), differ
+    claimed = set(alternatives(unit(40), "neab"))
+    assert first - 1 - 23 in claimed and not claimed & set(range(first - 23, first + 3 - 23))
