@@ -508,7 +508,8 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
             return tuple(v for v in ALIGN_ROUNDINGS if v != cfg.align_rounding and not
                          _two_products_round_nearest(cfg.replace(align_rounding=v)))
         cr = _correctly_rounded_pairs(cfg)
-        same = _gfdrda_same_alignment(cfg) | _bf16_pairs_ru_same_alignment(cfg)
+        same = (_gfdrda_same_alignment(cfg) | _bf16_pairs_ru_same_alignment(cfg)
+                | _nearest_pairs_same_alignment(cfg))
         return tuple(v for v in ALIGN_ROUNDINGS if v != cfg.align_rounding
                      and not (cr and _correctly_rounded_pairs(cfg, align=v))
                      and not (same and v in same))
@@ -915,17 +916,26 @@ def _nearest_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) -
     truncated tail leaves the tie 2^-1 - 2^-13, which rounds to even 2^-1), and rows on
     rounding boundaries (tests/models/test_observable.py) find the bound tight for fp8
     inputs into binary16 and bfloat16 (rne and rna, each alignment rounding)."""
+    b = _nearest_pairs_bounds(cfg, align)
+    return b is not None and 23 + (cfg.neab if neab is None else neab) >= max(b[0], b[1])
+
+
+def _nearest_pairs_bounds(cfg: AccumulatorConfig, align: str) -> tuple[int, int, bool] | None:
+    """_nearest_pairs_exact's bounds: (p, r, even), blocks whose T1 is a product rounding
+    correctly from F = p and the others from F = r; even: under final rne, no product that
+    sets the alignment is ever odd on the output's grid.  None where the proof does not
+    apply."""
     if cfg.scale_format is not None:
-        return False
+        return None
     if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
-        return False
+        return None
     fa, fb = get_format(cfg.in_format), get_format(cfg.b_fmt)
     fc, fout = get_format(cfg.c_format), get_format(cfg.out_format)
     t_out = cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t
     quantum = fout.emin - t_out                       # the output's grid at its bottom
     if cfg.c_placement == "early" and (fc.t > t_out or fc.emin - fc.t < quantum
                                        or fc.emax > fout.emax):
-        return False
+        return None
     w_prod = fa.t + fb.t + 2
     normalised = cfg.product_normalisation == "normalised"
     # a non-zero accumulator's exponent field is at least acc_emin; a product that sets the
@@ -935,7 +945,7 @@ def _nearest_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) -
     acc_emin = min(fout.emin, fc.emin) if cfg.c_placement == "early" else fout.emin
     t1_lsb = acc_emin - fa.t - fb.t - normalised
     if w_prod > t_out + 1 or t1_lsb < quantum:
-        return False
+        return None
     keep_sub = "inputs" not in cfg.flush
     # E - log2(g) - out_t for T1 the accumulator: 1 (its exponent is its value's), or a
     # subnormal c whose exponent field emin lies above its value
@@ -968,15 +978,40 @@ def _nearest_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) -
         return d + near if e is None else min(d + near, e - fout.emin)
 
     if cfg.final_rounding == "rna":
-        thr = max(max(1, gap(d, e, True), gap(d, e, False) + extra(w)) for d, e, w in kinds)
+        p = max(max(1, gap(d, e, True), gap(d, e, False) + extra(w)) for d, e, w in kinds)
     else:
-        thr = max(max(1, gap(d, e, True)) + extra(w) for d, e, w in kinds)
-    thr += t_out + 1 + t_out
+        p = max(max(1, gap(d, e, True)) + extra(w) for d, e, w in kinds)
     # T1 the accumulator, T2 a product: a product of two significands of ta + 1 and tb + 1
     # bits is below 2^(ta + tb + 2) - 1, never all ones at full width: no extra bit
-    thr = max(thr, w_prod + t_out + gap_acc)
-    thr = max(thr, fc.t, t_out, fa.t + fb.t + 1)         # T1 kept whole
-    return 23 + (cfg.neab if neab is None else neab) >= thr
+    r = max(w_prod + t_out + gap_acc, fc.t, t_out, fa.t + fb.t + 1)  # and T1 kept whole
+    even = (cfg.final_rounding == "rne" and t1_lsb > quantum
+            and all(w <= t_out for _, _, w in kinds))
+    return p + t_out + 1 + t_out, r, even
+
+
+def _nearest_pairs_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
+    """'rz' and 'rne' alignment give one unit for two-term blocks (nfma 1) under a final
+    rne from one F below the bound of _nearest_pairs_exact for truncation, where no product
+    that sets the alignment is odd on the output's grid.
+
+    With the notation of _nearest_pairs_exact: rne alignment moves T2' one quantum q away
+    from zero beyond the truncated one, and the two sums (multiples of q) round apart only
+    when one of them is a midpoint T1 + o (o a multiple of q, q <= g/4).  Truncated onto o:
+    T2 = o + r with r > q/2 (r = q/2 ties to o, even on q's grid), bits from g/2 down to
+    q/4 or below, two more than the truncation bound allows at its F: none.  Rounded onto
+    o: |o| - q/2 <= |T2| < |o|, so the truncated sum and the exact one both round to T1,
+    and rne alignment's tie T1 + o to the even one of T1 and its neighbour: T1 itself,
+    since a product that sets the alignment is never odd (T1 the accumulator, T2 a product,
+    is correctly rounded under both from its own bound, which this F must reach).  Round-
+    to-odd or rna ties differ.  e4m3 into binary16 at F = 24 and e5m2 at F = 23: the
+    boundary rows tell rd and a sticky bit from rz there, never rne from rz."""
+    if (cfg.algorithm != "fused" or cfg.nfma != 1 or cfg.interleave != "none"
+            or cfg.final_rounding != "rne" or cfg.align_rounding not in ("rz", "rne")):
+        return frozenset()
+    b = _nearest_pairs_bounds(cfg, "rz")
+    if b is None or not b[2] or cfg.frac_bits < max(b[0] - 1, b[1]):
+        return frozenset()
+    return frozenset(("rz", "rne"))
 
 
 def _gfdrda_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:

@@ -289,3 +289,29 @@ def test_nearest_pairs_threshold_fp8(fin: str, fout: str, final: str, align: str
     assert not any(differ[f] for f in range(first, first + 3)), differ
     claimed = set(alternatives(unit(40), "neab"))
     assert first - 1 - 23 in claimed and not claimed & set(range(first - 23, first + 3 - 23))
+
+
+def test_nearest_pairs_rz_rne_alignment_one_below_the_bound() -> None:
+    """e4m3 into binary16 under rne (bound 25): at F = 24 rne alignment gives the rz unit
+    (models/observable.py, _nearest_pairs_same_alignment: a tail rounded onto a midpoint
+    leaves the tie to the even product), while rd and a sticky bit still differ from rz
+    (2^-9 * 2^7 against c = -(2^-14 + 2^-24), the tie the tail q/2 leaves); at F = 23 rne
+    and rz alignment differ too."""
+    fi = get_format("e4m3")
+    pos = [fi.to_fraction(i) for i in range(1, 0x7F)]
+    factors = [(x, s * y) for x in pos[:2] for y in pos for s in (1, -1)]
+    a, b, c = _boundary_rows("e4m3", "binary16", factors, range(21, 27))
+
+    def unit(f, align):
+        return AccumulatorConfig(in_format="e4m3", c_format="binary16", out_format="binary16",
+                                 k=1, nfma=1, neab=f - 23, final_rounding="rne",
+                                 align_rounding=align)
+    rz24 = evaluate(unit(24, "rz"), a, b, c)
+    assert np.array_equal(rz24, evaluate(unit(24, "rne"), a, b, c))
+    for other in ("rd", "rz_sticky"):
+        assert not np.array_equal(rz24, evaluate(unit(24, other), a, b, c)), other
+    assert not np.array_equal(evaluate(unit(23, "rz"), a, b, c),
+                              evaluate(unit(23, "rne"), a, b, c))
+    assert set(alternatives(unit(24, "rz"), "align_rounding")) == {"rd", "rz_sticky"}
+    assert "rne" in alternatives(unit(23, "rz"), "align_rounding")
+
