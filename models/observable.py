@@ -509,7 +509,7 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
                          _two_products_round_nearest(cfg.replace(align_rounding=v)))
         cr = _correctly_rounded_pairs(cfg)
         same = (_gfdrda_same_alignment(cfg) | _bf16_pairs_ru_same_alignment(cfg)
-                | _nearest_pairs_same_alignment(cfg))
+                | _nearest_pairs_same_alignment(cfg) | _ru_pairs_same_alignment(cfg))
         return tuple(v for v in ALIGN_ROUNDINGS if v != cfg.align_rounding
                      and not (cr and _correctly_rounded_pairs(cfg, align=v))
                      and not (same and v in same))
@@ -1012,6 +1012,33 @@ def _nearest_pairs_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
     if b is None or not b[2] or cfg.frac_bits < max(b[0] - 1, b[1]):
         return frozenset()
     return frozenset(("rz", "rne"))
+
+
+def _ru_pairs_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
+    """'rz' and 'rd' alignment give one unit for two-term blocks (nfma 1) under a round-up
+    final rounding from the F of _nearest_pairs_exact's bounds for truncation (where the
+    terms lie on the output's grid as that proof asks).
+
+    They differ only on a negative T2 with bits below q: rd gives S = T1 - K q (K =
+    ceil(|T2| / q)), truncation S + q, the exact sum lies strictly between, and no grid
+    point lies in (S, S + q] (q is at most the spacing there, both powers of two), so round-
+    up tells rd apart only where S itself is a grid point of spacing g_S.  T1 the
+    accumulator (a multiple of its ulp 2^(E - out_t)): K q is a multiple of g_S, or of
+    the ulp where g_S is twice it, so |T2| > 2^(E - out_t - 1) - q and T2 spans F - out_t
+    bits: none of a product once F >= w_prod + out_t + 1 (with a subnormal c as in the
+    nearest bound).  T1 a product: with r = T1 mod g_S, K q >= g_S when r = 0, and T2,
+    of at most out_t + 1 bits, spans from g_S/2 to below q, F - out_t - gap + 1 bits with
+    gap = min(E - v1 + 1, E - out.emin) as for the near side of a midpoint: none once F >=
+    2 out_t + 1 + gap; when r > 0 (a product wider than the grid), K q >= r >= T1's lowest
+    bit 2^(v1 - w + 1), F - (E - v1) - w + 2 bits, fewer than before.  The boundary rows
+    find e4m3 into bfloat16 rz and rd apart at F = 21 and one unit from 22 on."""
+    if (cfg.algorithm != "fused" or cfg.nfma != 1 or cfg.interleave != "none"
+            or cfg.final_rounding != "ru" or cfg.align_rounding not in ("rz", "rd")):
+        return frozenset()
+    b = _nearest_pairs_bounds(cfg, "rz")
+    if b is None or cfg.frac_bits < max(b[0], b[1]):
+        return frozenset()
+    return frozenset(("rz", "rd"))
 
 
 def _gfdrda_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:

@@ -315,3 +315,22 @@ def test_nearest_pairs_rz_rne_alignment_one_below_the_bound() -> None:
     assert set(alternatives(unit(24, "rz"), "align_rounding")) == {"rd", "rz_sticky"}
     assert "rne" in alternatives(unit(23, "rz"), "align_rounding")
 
+
+@pytest.mark.parametrize("fout,first", [("binary16", 25), ("bfloat16", 22)])
+def test_ru_pairs_rz_rd_alignment(fout: str, first: int) -> None:
+    """e4m3 two-term blocks under round-up: rz and rd alignment differ only where the
+    floored sum lands on an output grid point (binary16, F = 24: 2^-9 * 2^7 against c =
+    -2047 * 2^-24; bfloat16, F = 21: 2^-9 * 2^-9 against c = -255 * 2^-34), and give one
+    unit from the bound of models/observable.py (_ru_pairs_same_alignment) on."""
+    fi = get_format("e4m3")
+    pos = [fi.to_fraction(i) for i in range(1, 0x7F)]
+    factors = [(x, s * y) for x in pos[:2] for y in pos for s in (1, -1)]
+    a, b, c = _boundary_rows("e4m3", fout, factors, range(first - 4, first + 2))
+
+    def unit(f, align):
+        return AccumulatorConfig(in_format="e4m3", c_format=fout, out_format=fout, k=1,
+                                 nfma=1, neab=f - 23, final_rounding="ru", align_rounding=align)
+    for f in (first - 1, first, first + 1):
+        same = np.array_equal(evaluate(unit(f, "rz"), a, b, c), evaluate(unit(f, "rd"), a, b, c))
+        assert same == (f >= first), f
+        assert ("rd" in alternatives(unit(f, "rz"), "align_rounding")) == (f < first), f
