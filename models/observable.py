@@ -946,6 +946,10 @@ def _nearest_pairs_bounds(cfg: AccumulatorConfig, align: str) -> tuple[int, int,
     t1_lsb = acc_emin - fa.t - fb.t - normalised
     if w_prod > t_out + 1 or t1_lsb < quantum:
         return None
+    # a flushed output tests the unrounded sum against 2^out.emin, which is no midpoint: a
+    # product below the grid, dropped or kept beside an accumulator there, would cross it;
+    # beside one aligned at out.emin it is kept whole once F >= out.emin - its lowest bit
+    flush_whole = fout.emin - (fa.emin - fa.t + fb.emin - fb.t) if "output" in cfg.flush else 0
     keep_sub = "inputs" not in cfg.flush
     # E - log2(g) - out_t for T1 the accumulator: 1 (its exponent is its value's), or a
     # subnormal c whose exponent field emin lies above its value
@@ -983,7 +987,8 @@ def _nearest_pairs_bounds(cfg: AccumulatorConfig, align: str) -> tuple[int, int,
         p = max(max(1, gap(d, e, True)) + extra(w) for d, e, w in kinds)
     # T1 the accumulator, T2 a product: a product of two significands of ta + 1 and tb + 1
     # bits is below 2^(ta + tb + 2) - 1, never all ones at full width: no extra bit
-    r = max(w_prod + t_out + gap_acc, fc.t, t_out, fa.t + fb.t + 1)  # and T1 kept whole
+    r = max(w_prod + t_out + gap_acc, fc.t, t_out, fa.t + fb.t + 1,  # and T1 kept whole
+            flush_whole)
     even = (cfg.final_rounding == "rne" and t1_lsb > quantum
             and all(w <= t_out for _, _, w in kinds))
     return p + t_out + 1 + t_out, r, even

@@ -334,3 +334,22 @@ def test_ru_pairs_rz_rd_alignment(fout: str, first: int) -> None:
         same = np.array_equal(evaluate(unit(f, "rz"), a, b, c), evaluate(unit(f, "rd"), a, b, c))
         assert same == (f >= first), f
         assert ("rd" in alternatives(unit(f, "rz"), "align_rounding")) == (f < first), f
+
+
+def test_nearest_pairs_flushed_output_boundary() -> None:
+    """A flushed output tests the unrounded sum against 2^out.emin, a boundary that is no
+    midpoint: beside c = 2^-126 a bfloat16 product -2^-133 * 2^-52 below binary32's grid is
+    dropped at F = 56 (2^-126, kept) and kept at F = 63 (just below 2^-126, flushed to
+    zero), so models/observable.py claims no F one unit there (_nearest_pairs_bounds)."""
+    bf, s = get_format("bfloat16"), get_format("binary32")
+    a = np.array([[bf.exact_bits(-Fraction(1, 2 ** 133))]], dtype=np.uint64)
+    b = np.array([[bf.exact_bits(Fraction(1, 2 ** 52))]], dtype=np.uint64)
+    c = np.array([s.exact_bits(Fraction(1, 2 ** 126))], dtype=np.uint64)
+
+    def unit(f):
+        return AccumulatorConfig(in_format="bfloat16", c_format="binary32",
+                                 out_format="binary32", k=1, nfma=1, neab=f - 23,
+                                 final_rounding="rne", flush=("output",))
+    got = [s.to_fraction(int(evaluate(unit(f), a, b, c)[0])) for f in (56, 63)]
+    assert got == [Fraction(1, 2 ** 126), 0]
+    assert 56 - 23 in alternatives(unit(63), "neab")
