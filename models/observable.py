@@ -609,7 +609,7 @@ def _pairs_of_normals_stay_normal(cfg: AccumulatorConfig) -> bool:
     four times the largest product, every product of normals, F = 23 and 25, rne/rz/rd/ru,
     rz and rz_sticky alignment, accumulator.evaluate: flushing the output changes none of
     6.7 million rows), and finds the rows for e3m2 (P = 2^-4: c = 2^-4 - 2^-15 minus P)."""
-    if (cfg.algorithm != "fused" or cfg.nfma != 1 or cfg.interleave != "none"
+    if (not _two_term_blocks(cfg)
             or cfg.c_placement != "early" or "inputs" not in cfg.flush
             or cfg.scale_format is not None):
         return False
@@ -779,6 +779,12 @@ def _two_products_round_nearest(cfg: AccumulatorConfig) -> bool:
     return cfg.carry_bits is None or cfg.carry_bits >= carry_needed(cfg)
 
 
+def _two_term_blocks(cfg: AccumulatorConfig) -> bool:
+    """Whether every block of cfg holds two terms: the accumulator and one product (a fused
+    unit with nfma 1, not interleaved)."""
+    return cfg.algorithm == "fused" and cfg.nfma == 1 and cfg.interleave == "none"
+
+
 def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
                              align: str | None = None) -> bool:
     """Whether every block of two terms (nfma 1: the accumulator and one product) is
@@ -788,7 +794,7 @@ def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
     function proves.  (Round-down alignment under rna is not: a product of p + 1 bits can sit on
     a midpoint, and flooring a positive tail of a negative sum lands on it, which rounds
     away while the exact sum rounds toward zero; probes/library/two-term-align-split.yaml.)"""
-    if cfg.algorithm != "fused" or cfg.nfma != 1 or cfg.interleave != "none":
+    if not _two_term_blocks(cfg):
         return False
     align = cfg.align_rounding if align is None else align
     if cfg.final_rounding in ("rne", "rna") and align in ("rz", "rne", "rd"):
@@ -916,8 +922,11 @@ def _nearest_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) -
     truncated tail leaves the tie 2^-1 - 2^-13, which rounds to even 2^-1), and rows on
     rounding boundaries (tests/models/test_observable.py) find the bound tight for fp8
     inputs into binary16 and bfloat16 (rne and rna, each alignment rounding)."""
-    b = _nearest_pairs_bounds(cfg, align)
-    return b is not None and 23 + (cfg.neab if neab is None else neab) >= max(b[0], b[1])
+    bounds = _nearest_pairs_bounds(cfg, align)
+    if bounds is None:
+        return False
+    p, r, _ = bounds
+    return 23 + (cfg.neab if neab is None else neab) >= max(p, r)
 
 
 def _nearest_pairs_bounds(cfg: AccumulatorConfig, align: str) -> tuple[int, int, bool] | None:
@@ -1010,13 +1019,14 @@ def _nearest_pairs_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
     is correctly rounded under both from its own bound, which this F must reach).  Round-
     to-odd or rna ties differ.  e4m3 into binary16 at F = 24 and e5m2 at F = 23: the
     boundary rows tell rd and a sticky bit from rz there, never rne from rz."""
-    if (cfg.algorithm != "fused" or cfg.nfma != 1 or cfg.interleave != "none"
+    if (not _two_term_blocks(cfg)
             or cfg.final_rounding != "rne" or cfg.align_rounding not in ("rz", "rne")):
         return frozenset()
-    b = _nearest_pairs_bounds(cfg, "rz")
-    if b is None or not b[2] or cfg.frac_bits < max(b[0] - 1, b[1]):
+    bounds = _nearest_pairs_bounds(cfg, "rz")
+    if bounds is None:
         return frozenset()
-    return frozenset(("rz", "rne"))
+    p, r, even = bounds
+    return frozenset(("rz", "rne")) if even and cfg.frac_bits >= max(p - 1, r) else frozenset()
 
 
 def _ru_pairs_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
@@ -1037,13 +1047,14 @@ def _ru_pairs_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
     2 out_t + 1 + gap; when r > 0 (a product wider than the grid), K q >= r >= T1's lowest
     bit 2^(v1 - w + 1), F - (E - v1) - w + 2 bits, fewer than before.  The boundary rows
     find e4m3 into bfloat16 rz and rd apart at F = 21 and one unit from 22 on."""
-    if (cfg.algorithm != "fused" or cfg.nfma != 1 or cfg.interleave != "none"
+    if (not _two_term_blocks(cfg)
             or cfg.final_rounding != "ru" or cfg.align_rounding not in ("rz", "rd")):
         return frozenset()
-    b = _nearest_pairs_bounds(cfg, "rz")
-    if b is None or cfg.frac_bits < max(b[0], b[1]):
+    bounds = _nearest_pairs_bounds(cfg, "rz")
+    if bounds is None:
         return frozenset()
-    return frozenset(("rz", "rd"))
+    p, r, _ = bounds
+    return frozenset(("rz", "rd")) if cfg.frac_bits >= max(p, r) else frozenset()
 
 
 def _gfdrda_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
@@ -1104,7 +1115,7 @@ def _bf16_pairs_ru_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
     at least 2^(E-11), and K q >= 2^(E-15) needs K >= 2^(F-15) >= 2^11 quanta from an X of
     11 bits below q (K <= 2^10)."""
     wide = {"bfloat16": 23, "binary16": 26}.get(cfg.out_format)
-    if (cfg.algorithm != "fused" or cfg.nfma != 1 or cfg.interleave != "none"
+    if (not _two_term_blocks(cfg)
             or cfg.final_rounding != "ru" or cfg.align_rounding not in ("rz", "rd")
             or cfg.in_format != "bfloat16" or cfg.b_fmt != "bfloat16"
             or cfg.scale_format is not None or cfg.out_frac_bits is not None
