@@ -929,11 +929,13 @@ def _nearest_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) -
     return 23 + (cfg.neab if neab is None else neab) >= max(p, r)
 
 
-def _nearest_pairs_bounds(cfg: AccumulatorConfig, align: str) -> tuple[int, int, bool] | None:
+def _nearest_pairs_bounds(cfg: AccumulatorConfig, align: str,
+                          below: int = 0) -> tuple[int, int, bool] | None:
     """_nearest_pairs_exact's bounds: (p, r, even), blocks whose T1 is a product rounding
     correctly from F = p and the others from F = r; even: under final rne, no product that
-    sets the alignment is ever odd on the output's grid.  None where the proof does not
-    apply."""
+    sets the alignment is ever odd on the output's grid.  below: p for a claim that holds
+    that many F below the rounding bound (but never below the F from which the accumulator
+    loses no bit).  None where the proof does not apply."""
     if cfg.scale_format is not None:
         return None
     if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
@@ -990,17 +992,31 @@ def _nearest_pairs_bounds(cfg: AccumulatorConfig, align: str) -> tuple[int, int,
     def gap(d: int, e: int | None, near: bool) -> int:
         return d + near if e is None else min(d + near, e - fout.emin)
 
-    if cfg.final_rounding == "rna":
-        p = max(max(1, gap(d, e, True), gap(d, e, False) + extra(w)) for d, e, w in kinds)
-    else:
-        p = max(max(1, gap(d, e, True)) + extra(w) for d, e, w in kinds)
+    # with c late every accumulator is a rounded sum of products, a multiple of the products'
+    # grid 2^grid (the output's rounding keeps multiples of a power of two no larger than its
+    # spacing); beside a product of exponent field at most e_top it loses no bit once
+    # 2^(e_top - F) <= 2^grid: that kind of block is exact from F = e_top - grid
+    grid = fa.emin - fa.t + fb.emin - fb.t
+    top_normal = fa.emax + fb.emax + normalised
+
+    def bound(d: int, e: int | None, w: int) -> int:
+        if cfg.final_rounding == "rna":
+            b = max(1, gap(d, e, True), gap(d, e, False) + extra(w))
+        else:
+            b = max(1, gap(d, e, True)) + extra(w)
+        b += 2 * t_out + 1 - below
+        if cfg.c_placement == "late":
+            b = min(b, (top_normal if e is None else e) - grid)
+        return b
+
+    p = max(bound(d, e, w) for d, e, w in kinds)
     # T1 the accumulator, T2 a product: a product of two significands of ta + 1 and tb + 1
     # bits is below 2^(ta + tb + 2) - 1, never all ones at full width: no extra bit
     r = max(w_prod + t_out + gap_acc, fc.t, t_out, fa.t + fb.t + 1,  # and T1 kept whole
             flush_whole)
     even = (cfg.final_rounding == "rne" and t1_lsb > quantum
             and all(w <= t_out for _, _, w in kinds))
-    return p + t_out + 1 + t_out, r, even
+    return p, r, even
 
 
 def _nearest_pairs_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
@@ -1022,11 +1038,11 @@ def _nearest_pairs_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
     if (not _two_term_blocks(cfg)
             or cfg.final_rounding != "rne" or cfg.align_rounding not in ("rz", "rne")):
         return frozenset()
-    bounds = _nearest_pairs_bounds(cfg, "rz")
+    bounds = _nearest_pairs_bounds(cfg, "rz", below=1)
     if bounds is None:
         return frozenset()
     p, r, even = bounds
-    return frozenset(("rz", "rne")) if even and cfg.frac_bits >= max(p - 1, r) else frozenset()
+    return frozenset(("rz", "rne")) if even and cfg.frac_bits >= max(p, r) else frozenset()
 
 
 def _ru_pairs_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:

@@ -353,3 +353,67 @@ def test_nearest_pairs_flushed_output_boundary() -> None:
     got = [s.to_fraction(int(evaluate(unit(f), a, b, c)[0])) for f in (56, 63)]
     assert got == [Fraction(1, 2 ** 126), 0]
     assert 56 - 23 in alternatives(unit(63), "neab")
+
+
+def _late_rows(fin: str, fout: str, factors, depths):
+    """_boundary_rows with c late (k = 4): c = M - P + tail split greedily into at most three
+    products of the earlier blocks (a product of the top t + 1 bits and a power of two at
+    each step), P = a * b the last product.  Rows whose c does not split are left out."""
+    fi, fo = get_format(fin), get_format(fout)
+    a1, b1, c1 = _boundary_rows(fin, fout, factors, depths)
+    zero = fi.exact_bits(Fraction(0))
+    rows_a, rows_b = [], []
+    for x, y, cb in zip(a1[:, 0], b1[:, 0], c1):
+        rest, terms = fo.to_fraction(int(cb)), []
+        while rest and len(terms) < 3:
+            e = abs(rest).numerator.bit_length() - abs(rest).denominator.bit_length()
+            e -= Fraction(2) ** e > abs(rest)
+            unit = Fraction(2) ** (e - fi.t)
+            top = (abs(rest) / unit).__floor__() * unit * (1 if rest > 0 else -1)
+            half = e // 2
+            pair = (fi.exact_bits(top / Fraction(2) ** half), fi.exact_bits(Fraction(2) ** half))
+            if None in pair:
+                break
+            terms.append(pair)
+            rest -= top
+        if rest or not terms:
+            continue
+        terms += [(zero, zero)] * (3 - len(terms))
+        rows_a.append([t[0] for t in terms] + [int(x)])
+        rows_b.append([t[1] for t in terms] + [int(y)])
+    a, b = np.array(rows_a, dtype=np.uint64), np.array(rows_b, dtype=np.uint64)
+    return a, b, np.zeros(len(a), dtype=np.uint64)
+
+
+@pytest.mark.parametrize("fout,final,align,first", [
+    ("binary16", "rne", "rz", 22),
+    ("bfloat16", "rna", "rne", 19),
+])
+def test_nearest_pairs_late_accumulator_on_the_products_grid(fout: str, final: str, align: str,
+                                                             first: int) -> None:
+    """With c late every accumulator is a rounded sum of products, a multiple of the
+    products' grid 2^(2 emin - 2t) (e4m3: 2^-18), so beside a product of exponent field at
+    most e_top it loses no bit once F >= e_top - grid (models/observable.py,
+    _nearest_pairs_bounds): a product with a subnormal factor (e_top = emax + emin = 2)
+    bounds F at 20, below the c-early bound 25, and e4m3 into binary16 rounds correctly from
+    F = 22 (the products of normal inputs), into bfloat16 from 19 (the subnormal factor's, 2
+    + 2 * 7 + 1 + 4 = 19 < 20).  F = first - 1 tells some boundary row (c split into earlier
+    products) from F = 63, F >= first none, and alternatives() claims exactly that."""
+    fi = get_format("e4m3")
+    pos = [fi.to_fraction(i) for i in range(1, 0x7F)]
+    factors = ([(x, s * y) for x in pos[:2] for y in pos[::3] for s in (1, -1)]
+               + [(x, s * y) for x in pos[-8:] for y in pos[-8:] for s in (1, -1)])
+    a, b, c = _late_rows("e4m3", fout, factors, range(first - 3, first + 3))
+    assert len(a) > 1000
+
+    def unit(n):
+        return AccumulatorConfig(in_format="e4m3", c_format=fout, out_format=fout, k=4, nfma=1,
+                                 neab=n, final_rounding=final, align_rounding=align,
+                                 c_placement="late")
+    differ = _differing(unit, a, b, c, range(first - 1, first + 3))
+    assert differ[first - 1], differ
+    assert not any(differ[f] for f in range(first, first + 3)), differ
+    claimed = set(alternatives(unit(40), "neab"))
+    assert first - 1 - 23 in claimed and not claimed & set(range(first - 23, first + 3 - 23))
+    early = set(alternatives(unit(40).replace(c_placement="early"), "neab"))
+    assert first - 23 in early                       # c early: the bound lies higher
