@@ -866,9 +866,16 @@ def _sticky_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) ->
     w_prod = fa.t + fb.t + 2
     w_acc = max(t_out, fc.t if early else 0) + 1
 
+    # with c late the accumulator T2 beside a product T1 is a multiple of the products' grid
+    # (_nearest_pairs_bounds) and loses no bit once F >= T1's largest exponent field - grid
+    grid = fa.emin - fa.t + fb.emin - fb.t
+    top_normal = fa.emax + fb.emax + normalised
+
     def rounds_correctly(d: int, e_top: int | None, w2: int) -> bool:
         anywhere = e_top is not None and f >= e_top - fout.emin + t_out + extra
-        return anywhere or (f >= d + 1 + t_out + extra and f >= d + w2 - lost)
+        exact = (not early and w2 == w_acc
+                 and f >= (top_normal if e_top is None else e_top) - grid)
+        return anywhere or exact or (f >= d + 1 + t_out + extra and f >= d + w2 - lost)
 
     # (d, the largest E, T2's width) for each kind of T1
     kinds = [(0, None, w_prod),                          # normal accumulator or c

@@ -388,6 +388,7 @@ def _late_rows(fin: str, fout: str, factors, depths):
 @pytest.mark.parametrize("fout,final,align,first", [
     ("binary16", "rne", "rz", 22),
     ("bfloat16", "rna", "rne", 19),
+    ("bfloat16", "rne", "rz_sticky", 12),
 ])
 def test_nearest_pairs_late_accumulator_on_the_products_grid(fout: str, final: str, align: str,
                                                              first: int) -> None:
@@ -397,8 +398,12 @@ def test_nearest_pairs_late_accumulator_on_the_products_grid(fout: str, final: s
     _nearest_pairs_bounds): a product with a subnormal factor (e_top = emax + emin = 2)
     bounds F at 20, below the c-early bound 25, and e4m3 into binary16 rounds correctly from
     F = 22 (the products of normal inputs), into bfloat16 from 19 (the subnormal factor's, 2
-    + 2 * 7 + 1 + 4 = 19 < 20).  F = first - 1 tells some boundary row (c split into earlier
-    products) from F = 63, F >= first none, and alternatives() claims exactly that."""
+    + 2 * 7 + 1 + 4 = 19 < 20).  The same holds for a sticky bit (_sticky_pairs_exact): beside
+    a product of two subnormal inputs (exponent field 2 emin = -12, d = 6 binades above its
+    value) the accumulator loses no bit from F = 6, so e4m3 into bfloat16 rounds correctly
+    from F = 12 (one subnormal factor: d + 1 + out_t + 1), not 15.  F = first - 1 tells
+    some boundary row (c split into earlier products) from F = 63, F >= first none, and
+    alternatives() claims exactly that."""
     fi = get_format("e4m3")
     pos = [fi.to_fraction(i) for i in range(1, 0x7F)]
     factors = ([(x, s * y) for x in pos[:2] for y in pos[::3] for s in (1, -1)]
