@@ -865,26 +865,28 @@ def _sticky_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) ->
         return False                                     # T1 not kept whole
     w_prod = fa.t + fb.t + 2
     w_acc = max(t_out, fc.t if early else 0) + 1
+    if not early and cfg.k == 2:
+        w_acc = min(w_acc, w_prod)         # the first product rounded alone
 
     # with c late the accumulator T2 beside a product T1 is a multiple of the products' grid
     # (_nearest_pairs_bounds) and loses no bit once F >= T1's largest exponent field - grid
     grid = fa.emin - fa.t + fb.emin - fb.t
     top_normal = fa.emax + fb.emax + normalised
 
-    def rounds_correctly(d: int, e_top: int | None, w2: int) -> bool:
+    def rounds_correctly(d: int, e_top: int | None, w2: int, t2_acc: bool) -> bool:
         anywhere = e_top is not None and f >= e_top - fout.emin + t_out + extra
-        exact = (not early and w2 == w_acc
+        exact = (not early and t2_acc
                  and f >= (top_normal if e_top is None else e_top) - grid)
         return anywhere or exact or (f >= d + 1 + t_out + extra and f >= d + w2 - lost)
 
-    # (d, the largest E, T2's width) for each kind of T1
-    kinds = [(0, None, w_prod),                          # normal accumulator or c
-             (t_out, fout.emin, w_prod),                 # subnormal earlier result
-             (0, None, w_acc)]                           # product of normal inputs
+    # (d, the largest E, T2's width, T2 the accumulator) for each kind of T1
+    kinds = [(0, None, w_prod, False),                   # normal accumulator or c
+             (t_out, fout.emin, w_prod, False),          # subnormal earlier result
+             (0, None, w_acc, True)]                     # product of normal inputs
     if keep_sub and not normalised:
-        kinds += [(d, e, w_acc) for d, e, _ in _subnormal_products(fa, fb)]
+        kinds += [(d, e, w_acc, True) for d, e, _ in _subnormal_products(fa, fb)]
     if keep_sub and early:
-        kinds.append((fc.t, fc.emin, w_prod))            # subnormal c
+        kinds.append((fc.t, fc.emin, w_prod, False))     # subnormal c
     return all(rounds_correctly(*k) for k in kinds)
 
 
@@ -1006,12 +1008,18 @@ def _nearest_pairs_bounds(cfg: AccumulatorConfig, align: str,
     grid = fa.emin - fa.t + fb.emin - fb.t
     top_normal = fa.emax + fb.emax + normalised
 
+    # K = 2 with c late: the accumulator is the first product rounded alone, of a product's
+    # bits at most, never all ones at their full width (no extra bit), not out_t + 1
+    single = cfg.c_placement == "late" and cfg.k == 2
+
     def bound(d: int, e: int | None, w: int) -> int:
-        if cfg.final_rounding == "rna":
-            b = max(1, gap(d, e, True), gap(d, e, False) + extra(w))
+        if single:
+            b = max(1, gap(d, e, True)) + w_prod
+        elif cfg.final_rounding == "rna":
+            b = max(1, gap(d, e, True), gap(d, e, False) + extra(w)) + t_out + 1
         else:
-            b = max(1, gap(d, e, True)) + extra(w)
-        b += 2 * t_out + 1 - below
+            b = max(1, gap(d, e, True)) + extra(w) + t_out + 1
+        b += t_out - below
         if cfg.c_placement == "late":
             b = min(b, (top_normal if e is None else e) - grid)
         return b

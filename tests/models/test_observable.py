@@ -422,3 +422,57 @@ def test_nearest_pairs_late_accumulator_on_the_products_grid(fout: str, final: s
     assert first - 1 - 23 in claimed and not claimed & set(range(first - 23, first + 3 - 23))
     early = set(alternatives(unit(40).replace(c_placement="early"), "neab"))
     assert first - 23 in early                       # c early: the bound lies higher
+
+
+def _k2_late_unit(n: int, **kw) -> AccumulatorConfig:
+    return AccumulatorConfig(in_format="e4m3", c_format="binary16", out_format="binary16",
+                             k=2, nfma=1, neab=n, c_placement="late", final_rounding="rne",
+                             **kw)
+
+
+def test_nearest_pairs_late_k2_first_product() -> None:
+    """K = 2 with c late, final rne: the accumulator of the second block is the first
+    product rounded alone, a product's 8 bits and not binary16's 11 (models/observable.py,
+    _nearest_pairs_bounds), so e4m3 into binary16 rounds correctly from F = 20 (the
+    products' grid beside the subnormal factor's product 2^-9 * 2^8, exponent field 2:
+    2 + 18), not 22 as at K = 4.  At F = 19 the first product 5 * 2^-9 * 13 * 2^-9 =
+    2^-12 + 2^-18 beside 2^-1 loses its tail 2^-18 (half the quantum 2^-17), and the tie
+    2^-1 + 2^-12 goes to the even 2^-1."""
+    fi = get_format("e4m3")
+    a = np.array([[0x05, 0x01]], dtype=np.uint64)
+    b = np.array([[0x0D, 0x78]], dtype=np.uint64)
+    c = np.zeros(1, dtype=np.uint64)
+    assert fi.to_fraction(0x05) * fi.to_fraction(0x0D) == Fraction(65, 2 ** 18)
+    far = evaluate(_k2_late_unit(40), a, b, c)
+    assert evaluate(_k2_late_unit(19 - 23), a, b, c)[0] == 0x3800 and far[0] == 0x3801
+    claimed = set(alternatives(_k2_late_unit(40), "neab"))
+    assert 19 - 23 in claimed and not claimed & {20 - 23, 21 - 23, 22 - 23}
+    assert 21 - 23 in set(alternatives(_k2_late_unit(40).replace(k=4), "neab"))
+
+
+@pytest.mark.slow
+def test_nearest_pairs_late_k2_exhaustive() -> None:
+    """Every pair of e4m3 product classes (value, exponent field), every sign, at K = 2 with
+    c late: F = 20 gives the F = 63 unit on every row (the bound of the test above)."""
+    fi = get_format("e4m3")
+    pos = [(i, fi.to_fraction(i)) for i in range(1, 0x7F)]
+
+    def field(x: Fraction) -> int:
+        e = x.numerator.bit_length() - x.denominator.bit_length()
+        return max(fi.emin, e - (Fraction(2) ** e > x))
+    classes: dict = {}
+    for ia, xa in pos:
+        for ib, xb in pos:
+            classes.setdefault((xa * xb, field(xa) + field(xb)), (ia, ib))
+    reps = np.array(list(classes.values()), dtype=np.uint64)
+    n = len(reps)
+    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    i, j = i.ravel(), j.ravel()
+    unit, far = _k2_late_unit(20 - 23), _k2_late_unit(40)
+    for s0, s1 in ((0, 0), (0x80, 0), (0, 0x80), (0x80, 0x80)):
+        for lo in range(0, n * n, 1 << 20):
+            sl = slice(lo, lo + (1 << 20))
+            a = np.stack([reps[i[sl], 0] | np.uint64(s0), reps[j[sl], 0] | np.uint64(s1)], axis=1)
+            b = np.stack([reps[i[sl], 1], reps[j[sl], 1]], axis=1)
+            c = np.zeros(len(a), dtype=np.uint64)
+            assert np.array_equal(evaluate(unit, a, b, c), evaluate(far, a, b, c))
