@@ -110,16 +110,29 @@ def test_carry_bits_exact_count_at_k4() -> None:
 
 def test_known_gaps_are_reported_not_hidden(tmp_path: Path, capsys) -> None:
     sp = tmp_path / "fp4.yaml"
-    # e2m1 into binary32 with c late and two carry bits: the block structure shows only
-    # through which sums wrap, a known gap (e2m1 into binary16 is decided since
-    # probes/library/narrow-inputs-blocks.yaml)
-    sp.write_text("id: fp4\nformats: {in: e2m1, c: binary32, out: binary32}\nk: [16]\n"
-                  "vary: {nfma: [4, 16], c_placement: [early, late], carry_bits: [2]}\n")
+    # e2m1 into binary16 at K = 64 with c late under rne: the bit 2^g of a product beside
+    # an earlier result changes the output only near a midpoint no product reaches, a known
+    # gap of neab
+    sp.write_text("id: fp4\nformats: {in: e2m1, c: binary16, out: binary16}\nk: [64]\n"
+                  "vary: {nfma: [1, 64], neab: [0, 2], c_placement: [late], "
+                  "final_rounding: [rne]}\n")
     assert main(["check", "--space", str(sp), "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert "known gap: nfma on" in out and "fp6/fp4 inputs with c late" in out
+    assert "known gap: neab on" in out and "as above for e2m1" in out
     rep = run_check(LIBRARY, load_spaces([sp]))  # without the gaps: silence fails
     assert rep.undecided > 0 and rep.failed
+
+
+def test_carry_wrap_decides_block_structure(tmp_path: Path) -> None:
+    # e2m1 into binary32 with c late and two carry bits: the block structure shows only
+    # through which sums wrap (probes/library/carry-wrap-narrow.yaml), once a known gap
+    sp = tmp_path / "fp4.yaml"
+    sp.write_text("id: fp4\nformats: {in: e2m1, c: binary32, out: binary32}\nk: [16]\n"
+                  "vary: {nfma: [4, 8, 16], c_placement: [early, late], carry_bits: [2]}\n")
+    rep = run_check(LIBRARY, load_spaces([sp]))  # without the gaps
+    _assert_decided(rep)
+    (cov,) = [c for c in rep.coverage if c.feature == "nfma"]
+    assert cov.observable == cov.decided == 6
 
 
 def test_gap_file_errors(tmp_path: Path) -> None:
