@@ -799,7 +799,7 @@ def _correctly_rounded_pairs(cfg: AccumulatorConfig, neab: int | None = None,
     align = cfg.align_rounding if align is None else align
     if cfg.final_rounding in ("rne", "rna") and align in ("rz", "rne", "rd"):
         return _nearest_pairs_exact(cfg, neab, align)
-    return _sticky_pairs_exact(cfg, neab, align)
+    return _sticky_pairs_exact(cfg, neab, align) or _directed_pairs_exact(cfg, neab, align)
 
 
 def _subnormal_products(fa, fb) -> list[tuple[int, int, int]]:
@@ -888,6 +888,116 @@ def _sticky_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) ->
     if keep_sub and early:
         kinds.append((fc.t, fc.emin, w_prod, False))     # subnormal c
     return all(rounds_correctly(*k) for k in kinds)
+
+
+@functools.lru_cache(maxsize=64)
+def _product_runs(ta: int, tb: int) -> tuple[int, int]:
+    """The longest run of zeros between two ones, and of ones with a one further down, in a
+    product of two significands of ta + 1 and tb + 1 bits (normal inputs): how many bits a
+    product's part above a truncated (zeros) or rounded-up (ones) tail can span.  e3m2: 3
+    zeros (49 = 110001b; 33 = 100001b is no product).  Wide significands get the bounds of
+    their width, ta + tb and ta + tb + 1.
+
+    >>> _product_runs(2, 2), _product_runs(3, 3), _product_runs(1, 1)
+    ((3, 3), (5, 5), (2, 1))
+    """
+    if ta + tb > 14:
+        return ta + tb, ta + tb + 1
+    zeros = ones = 0
+    for p in {x * y for x in range(1 << ta, 2 << ta) for y in range(1 << tb, 2 << tb)}:
+        bits = bin(p).rstrip("0")[2:-1]                # without the lowest one
+        zeros = max(zeros, max(map(len, bits.lstrip("0").split("1"))))
+        ones = max(ones, max(map(len, bits.split("0"))))
+    return zeros, ones
+
+
+def _directed_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) -> bool:
+    """Whether every block of two terms (nfma 1) with subnormal inputs flushed is correctly
+    rounded under a directed final rounding (rz, rd, ru, or ro) with truncating, nearest or
+    round-down alignment: no term that loses bits to alignment can move the sum across a
+    grid point, and no term is small enough to vanish.
+
+    Let T1 be the term whose exponent field E sets the alignment, T2 the other, q =
+    2^(E - F).  With inputs (and so c) flushed every product, c and accumulator is at least
+    2^E, E its exponent field (a product of normal inputs, a normal c; a subnormal earlier
+    result never sets E beside a product when the smallest product, 2^(ea_min + eb_min), is
+    normal in the output).  F at least T1's width keeps T1 whole; T1 lies on the output's
+    grid when a product has at most out_t + 1 bits above the output's quantum.  If T2 loses
+    bits, its lowest bit lies at or below q/2, so |T2| < 2^(E - F - 1 + w2) (w2: T2's
+    width) and the aligned T2' is at most that.  T1 + T2 is no multiple of q, T1 + T2' is,
+    and so are the grid points near them (q below the spacing).  Rounding down (rz on a
+    positive sum, rd) sends them apart only if T1 + T2' is a grid point above T1 + T2: T2'
+    = 0 with T2 < 0, or T2' a non-zero difference of grid points -- above T1 at least the
+    spacing 2^(E - out_t), below it, where |T2'| < |T2|, at least 2^(E - 1 - out_t): both
+    beyond reach once F >= w2 + out_t (rounding up likewise; round-to-odd sends them apart
+    when T1 + T2' is an even grid point on either side, so one more).  With c late an
+    accumulator is a multiple of the products' grid and loses no bit beside a product once
+    F >= the products' largest field - grid.  T2' = 0 with T2 != 0
+    (a truncated, floored or rounded-to-even tail) needs |T2| < q; it cannot happen when
+    every non-zero T2 is at least q:
+    * T2 a product beside c or an accumulator (E <= c.emax, or the field of (k - 1) in.fmax^2
+      (+ c.fmax) rounded up, within out.emax): |T2| >= 2^(ea_min + eb_min);
+    * T2 c or an accumulator beside a product (E <= the products' largest field): c >=
+      2^(c.emin), and an accumulator is a rounded sum U + P of an earlier accumulator or c
+      U and a product P, non-zero only at least 2^m, m the least of c.emin (U alone),
+      ea_min + eb_min - 1 (no cancellation: one term at most half the other, whichever
+      loses bits to alignment), and, with cancellation (|P|/2 < |U| < 2 |P|, both kept
+      whole), the finer of U's spacing 2^(ea_min + eb_min - 1 - t_U) and the products' grid;
+      with c late a multiple of the products' grid (a rounded sum of products:
+      _nearest_pairs_bounds); at least the output's smallest normal where subnormal sums or
+      outputs are flushed.
+    Under a nearest final rounding the vanishing tail does not matter and
+    _nearest_pairs_exact gives the bound; with a sticky bit _sticky_pairs_exact does.
+    tests/models/test_observable.py finds both bounds tight (e3m2 into binary16: the
+    accumulator 2^-15 beside the product 784 at F = 23, normalised; e2m3: c = -(2^-7 +
+    2^-17) beside 2^4 at F = 20) and checks every equivalence on rows that build the
+    smallest accumulators (test_directed_pairs_flushed_inputs_*).
+    """
+    if cfg.final_rounding not in ("rz", "rd", "ru", "ro") or align not in ("rz", "rne", "rd"):
+        return False
+    if "inputs" not in cfg.flush or cfg.scale_format is not None:
+        return False
+    if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
+        return False
+    fa, fb = get_format(cfg.in_format), get_format(cfg.b_fmt)
+    fc, fout = get_format(cfg.c_format), get_format(cfg.out_format)
+    t_out = cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t
+    early = cfg.c_placement == "early"
+    normalised = cfg.product_normalisation == "normalised"
+    f = 23 + (cfg.neab if neab is None else neab)
+    quantum = fout.emin - t_out                        # the output's finest spacing
+    grid = fa.emin - fa.t + fb.emin - fb.t             # every product's lowest bit
+    p_low = fa.emin + fb.emin                          # the smallest product, 2^p_low
+    w_prod = fa.t + fb.t + 2
+    if w_prod > t_out + 1 or grid < quantum or p_low < fout.emin:
+        return False                                   # a product off the output's grid
+    if early and (fc.t > t_out or fc.emin - fc.t < quantum):
+        return False                                   # c off the output's grid
+    t_u = max(t_out, fc.t if early else 0)
+    if f < max(fa.t + fb.t + normalised, t_u):
+        return False                                   # T1 not kept whole
+    top_p = fa.emax + fb.emax + normalised             # the products' largest field
+    # a tail may reach a grid point: a product's beside c or an accumulator, and c's or an
+    # accumulator's beside a product (with c late a multiple of the products' grid, whole
+    # once F >= top_p - grid)
+    up = align in ("rne", "rd")                        # may round a tail up in magnitude
+    zeros, ones = _product_runs(fa.t, fb.t)
+    p_tail = max(zeros, ones if up else 0) + 2 + t_out
+    u_tail = (t_u + 1 if up else t_u - 1) + 2 + t_out   # any pattern of t_u + 1 bits
+    if f < p_tail or (f < u_tail and (early or f < top_p - grid)):
+        return False
+    low_a = min(fc.emin, p_low - 1 - t_u, grid) if early else grid
+    if {"sums", "output"} & set(cfg.flush):
+        low_a = max(low_a, fout.emin)                  # a subnormal accumulator is flushed
+    low_u = min(fc.emin, low_a) if early else low_a
+    # an accumulator's field: that of the largest sum before the last product, rounded up
+    bound = (cfg.k - 1) * fa.fmax * fb.fmax + (fc.fmax if early else 0)
+    top_a = bound.numerator.bit_length() - bound.denominator.bit_length()
+    top_a -= Fraction(2) ** top_a > bound
+    top_a += bound > Fraction(2) ** (top_a + 1) - Fraction(2) ** (top_a - t_out)
+    top_a = min(top_a, fout.emax)
+    top_u = max(fc.emax, top_a) if early else top_a
+    return f >= top_u - p_low and f >= top_p - low_u
 
 
 def _nearest_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) -> bool:

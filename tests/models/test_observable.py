@@ -4,6 +4,7 @@ that some row refutes would let `mmaprobe check` pass a feature no probe decides
 
 from __future__ import annotations
 
+import itertools
 from fractions import Fraction
 
 import numpy as np
@@ -17,6 +18,7 @@ from mmaprobe.models.observable import (
     CARRY_VALUES,
     CHECKED_FEATURES,
     NEAB_VALUES,
+    _directed_pairs_exact,
     alternatives,
 )
 from mmaprobe.models.rows import pool_rows
@@ -476,3 +478,121 @@ def test_nearest_pairs_late_k2_exhaustive() -> None:
             b = np.stack([reps[i[sl], 1], reps[j[sl], 1]], axis=1)
             c = np.zeros(len(a), dtype=np.uint64)
             assert np.array_equal(evaluate(unit, a, b, c), evaluate(far, a, b, c))
+
+
+def _cancelling_rows(fin: str, fout: str, k: int):
+    """Rows that build the smallest accumulators of two-term blocks with c early: c = -P1
+    moved by up to two of its ulps (P1 every product of normal inputs, either sign), then
+    the two smallest and four largest products P2 of either sign; zeros after."""
+    fi, fo = get_format(fin), get_format(fout)
+    normal = [i << fi.pad for i in range(1 << fi.bits)
+              if fi.decode(i << fi.pad)[0] == "finite" and fi.decode(i << fi.pad)[2] >> fi.t]
+    rep: dict = {}
+    for x in normal:
+        for y in normal:
+            rep.setdefault(fi.to_fraction(x) * fi.to_fraction(y), (x, y))
+    prods = sorted(rep)
+    neg = 1 << (fi.bits - 1 + fi.pad)
+    second = [(x ^ s, y) for p in prods[:2] + prods[-4:] for x, y in [rep[p]] for s in (0, neg)]
+    mag = (1 << (fo.bits - 1 + fo.pad)) - 1
+    rows_a, rows_b, rows_c = [], [], []
+    for p in prods:
+        for s in (0, neg):
+            x1, y1 = rep[p]
+            cb = fo.exact_bits(p if s else -p)       # c = -P1, then moved by d of its ulps
+            for d in range(-2, 3):
+                if (cb & mag) + d < 0:
+                    continue
+                for x2, y2 in second:
+                    rows_a.append([x1 ^ s, x2] + [0] * (k - 2))
+                    rows_b.append([y1, y2] + [0] * (k - 2))
+                    rows_c.append(cb + d)
+    return (np.array(rows_a, dtype=np.uint64), np.array(rows_b, dtype=np.uint64),
+            np.array(rows_c, dtype=np.uint64))
+
+
+def test_directed_pairs_flushed_inputs_tight() -> None:
+    """Two-term blocks of e3m2 into binary16 with inputs flushed, final rz: c = -(2^-4 -
+    2^-15) against 2^-4 leaves the accumulator 2^-15, which beside -28 * 28 = -784 (exponent
+    field 8, or 9 normalised) survives alignment while F >= 8 + 15 (models/observable.py,
+    _directed_pairs_exact).  So denormalised products round correctly from F = 23 and
+    normalised ones from F = 24, and at F = 23 the two normalisations differ on this row.
+    The other bounds are tight too: a tail truncated onto a grid point (e2m3), the smallest
+    accumulator with c late."""
+    e3, h = get_format("e3m2"), get_format("binary16")
+    base = dict(in_format="e3m2", c_format="binary16", out_format="binary16", k=4, nfma=1,
+                flush=("inputs",))
+    deno, norm = (AccumulatorConfig(neab=0, product_normalisation=p, **base)
+                  for p in ("denormalised", "normalised"))
+    a = np.array([[e3.exact_bits(Fraction(1, 4)), e3.exact_bits(-28), 0, 0]], dtype=np.uint64)
+    b = np.array([[e3.exact_bits(Fraction(1, 4)), e3.exact_bits(28), 0, 0]], dtype=np.uint64)
+    c = np.array([h.exact_bits(-(Fraction(1, 16) - Fraction(1, 2 ** 15)))], dtype=np.uint64)
+    out = {n: h.to_fraction(int(evaluate(cfg.replace(neab=n), a, b, c)[0]))
+           for cfg in (deno,) for n in (-1, 0, 17)}
+    assert out == {-1: -784, 0: Fraction(-1567, 2), 17: Fraction(-1567, 2)}
+    assert h.to_fraction(int(evaluate(norm, a, b, c)[0])) == -784
+    assert h.to_fraction(int(evaluate(norm.replace(neab=1), a, b, c)[0])) == Fraction(-1567, 2)
+    assert set(alternatives(deno, "neab")) == set(range(-23, 0))
+    assert 1 in alternatives(norm, "neab") and 2 not in alternatives(norm.replace(neab=1), "neab")
+    assert alternatives(deno, "product_normalisation") == ("normalised",)
+    assert alternatives(deno.replace(neab=1), "product_normalisation") == ()
+    # e2m3: c = -(2^-7 + 2^-17) beside 2^4 truncated to -2^-7 (F = 20) lands on the grid
+    # point 2^4 - 2^-7, which rz keeps; the exact sum rounds to 2^4 - 2^-6 (F >= 21)
+    e2 = get_format("e2m3")
+    unit = AccumulatorConfig(**dict(base, in_format="e2m3", neab=21 - 23))
+    a2 = np.array([[e2.exact_bits(4), 0, 0, 0]], dtype=np.uint64)
+    c2 = np.array([h.exact_bits(-(Fraction(1, 2 ** 7) + Fraction(1, 2 ** 17)))], dtype=np.uint64)
+    got = {n: h.to_fraction(int(evaluate(unit.replace(neab=n - 23), a2, a2, c2)[0]))
+           for n in (20, 21, 63)}
+    assert got == {20: 16 - Fraction(1, 2 ** 7), 21: 16 - Fraction(1, 2 ** 6),
+                   63: 16 - Fraction(1, 2 ** 6)}
+    assert set(alternatives(unit, "neab")) == set(range(-23, 20 - 23 + 1))
+    # c late: every accumulator is a multiple of the products' grid, the smallest 2^-8 =
+    # (1.25 * 2^-2)^2 - (1.5 * 2^-2) * 2^-2, which beside -784 survives while F >= 16
+    late = AccumulatorConfig(**dict(base, neab=16 - 23, c_placement="late"))
+    q = Fraction(1, 4)
+    a3 = np.array([[e3.exact_bits(x) for x in (Fraction(5, 4) * q, -Fraction(3, 2) * q, -28, 0)]],
+                  dtype=np.uint64)
+    b3 = np.array([[e3.exact_bits(x) for x in (Fraction(5, 4) * q, q, 28, 0)]], dtype=np.uint64)
+    z = np.zeros(1, dtype=np.uint64)
+    got = {n: h.to_fraction(int(evaluate(late.replace(neab=n - 23), a3, b3, z)[0]))
+           for n in (15, 16, 63)}
+    assert got == {15: -784, 16: Fraction(-1567, 2), 63: Fraction(-1567, 2)}
+    assert set(alternatives(late, "neab")) == set(range(-23, 15 - 23 + 1))
+    # flushed subnormal sums take the accumulator 2^-15 away: the unit rounds correctly at 22
+    flushed = deno.replace(flush=("inputs", "sums"))
+    assert alternatives(flushed, "product_normalisation") == ()
+    assert set(alternatives(flushed, "neab")) == set(range(-23, -1))
+
+
+_SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize("fin,k,finals", [
+    ("e3m2", 2, ("rz", "ru")), pytest.param("e3m2", 4, ("rz", "rd", "ru", "ro"), marks=_SLOW),
+    pytest.param("e2m3", 4, ("rz", "rd", "ru", "ro"), marks=_SLOW),
+    pytest.param("e2m1", 4, ("rz", "rd", "ru", "ro"), marks=_SLOW)])
+def test_directed_pairs_flushed_inputs_claims(fin: str, k: int, finals) -> None:
+    """Every equivalence _directed_pairs_exact adds (F, alignment rounding, normalisation of
+    two-term blocks with inputs flushed, under rz, rd, ru and ro) holds on the rows that
+    build the smallest accumulators (_cancelling_rows)."""
+    a, b, c = _cancelling_rows(fin, "binary16", k)
+    checked = 0
+    for neab, norm, final, align, flush in itertools.product(
+            (-1, 0, 2), ("denormalised", "normalised"), finals,
+            ("rz", "rne", "rd"), (("inputs",), ("inputs", "sums"))):
+        cfg = AccumulatorConfig(in_format=fin, c_format="binary16", out_format="binary16",
+                                k=k, nfma=1, neab=neab, product_normalisation=norm,
+                                final_rounding=final, align_rounding=align, flush=flush)
+        if not _directed_pairs_exact(cfg, None, align):
+            continue
+        ref = evaluate(cfg, a, b, c)
+        for f in ("neab", "align_rounding", "product_normalisation"):
+            claims = claimed_equivalent(cfg, f)
+            if f == "neab":                 # the nearest F above, and one far off
+                claims = [v for v in claims if v in (neab + 1, neab + 2, 40)]
+            for v in claims:
+                bad = np.flatnonzero(evaluate(_variant(cfg, f, v), a, b, c) != ref)
+                assert not len(bad), (cfg.describe(), f, v, a[bad[0]], b[bad[0]], c[bad[0]])
+                checked += 1
+    assert checked > 30
