@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import functools
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 from .config import (
     ALGORITHMS,
@@ -65,7 +65,7 @@ from .config import (
     AccumulatorConfig,
     ConfigError,
 )
-from .formats import ROUNDING_MODES, get_format
+from .formats import ROUNDING_MODES, Format, get_format
 
 #: Features ``mmaprobe check`` requires a decision for on every configuration where they
 #: are observable.  New configuration fields slot in by adding their name here and, where
@@ -811,6 +811,34 @@ def _subnormal_products(fa, fb) -> list[tuple[int, int, int]]:
             (fa.t + fb.t, fa.emin + fb.emin, fa.t + fb.t)]
 
 
+class _PairTerms(NamedTuple):
+    """What the two-term rules read of a configuration: the a, b, c and output formats, the
+    output's fraction bits, c early, products normalised, and F."""
+    fa: Format
+    fb: Format
+    fc: Format
+    fout: Format
+    t_out: int
+    early: bool
+    normalised: bool
+    f: int
+
+
+def _pair_terms(cfg: AccumulatorConfig, neab: int | None) -> _PairTerms | None:
+    """cfg's formats and F for the two-term rules (neab given: that neab), or None where
+    they do not apply: block-scaled products, or carry bits few enough that a sum wraps."""
+    if cfg.scale_format is not None:
+        return None
+    if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
+        return None
+    fout = get_format(cfg.out_format)
+    return _PairTerms(get_format(cfg.in_format), get_format(cfg.b_fmt),
+                      get_format(cfg.c_format), fout,
+                      cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t,
+                      cfg.c_placement == "early", cfg.product_normalisation == "normalised",
+                      23 + (cfg.neab if neab is None else neab))
+
+
 def _sticky_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) -> bool:
     """Whether every block of two terms (nfma 1) with truncation and a sticky bit (or
     round-down alignment under a round-down final rounding) is correctly rounded: the
@@ -850,17 +878,11 @@ def _sticky_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) ->
         extra, lost = 0, 0
     else:
         return False
-    if cfg.scale_format is not None:
+    pair = _pair_terms(cfg, neab)
+    if pair is None:
         return False
-    if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
-        return False
-    fa, fb = get_format(cfg.in_format), get_format(cfg.b_fmt)
-    fc, fout = get_format(cfg.c_format), get_format(cfg.out_format)
-    t_out = cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t
-    early = cfg.c_placement == "early"
+    fa, fb, fc, fout, t_out, early, normalised, f = pair
     keep_sub = "inputs" not in cfg.flush
-    normalised = cfg.product_normalisation == "normalised"
-    f = 23 + (cfg.neab if neab is None else neab)
     if f < max(fa.t + fb.t + normalised, t_out, fc.t if early else 0):
         return False                                     # T1 not kept whole
     w_prod = fa.t + fb.t + 2
@@ -955,16 +977,10 @@ def _directed_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) 
     """
     if cfg.final_rounding not in ("rz", "rd", "ru", "ro") or align not in ("rz", "rne", "rd"):
         return False
-    if "inputs" not in cfg.flush or cfg.scale_format is not None:
+    pair = _pair_terms(cfg, neab) if "inputs" in cfg.flush else None
+    if pair is None:
         return False
-    if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
-        return False
-    fa, fb = get_format(cfg.in_format), get_format(cfg.b_fmt)
-    fc, fout = get_format(cfg.c_format), get_format(cfg.out_format)
-    t_out = cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t
-    early = cfg.c_placement == "early"
-    normalised = cfg.product_normalisation == "normalised"
-    f = 23 + (cfg.neab if neab is None else neab)
+    fa, fb, fc, fout, t_out, early, normalised, f = pair
     quantum = fout.emin - t_out                        # the output's finest spacing
     grid = fa.emin - fa.t + fb.emin - fb.t             # every product's lowest bit
     p_low = fa.emin + fb.emin                          # the smallest product, 2^p_low
