@@ -945,18 +945,20 @@ def _directed_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) 
     result never sets E beside a product when the smallest product, 2^(ea_min + eb_min), is
     normal in the output).  F at least T1's width keeps T1 whole; T1 lies on the output's
     grid when a product has at most out_t + 1 bits above the output's quantum.  If T2 loses
-    bits, its lowest bit lies at or below q/2, so |T2| < 2^(E - F - 1 + w2) (w2: T2's
-    width) and the aligned T2' is at most that.  T1 + T2 is no multiple of q, T1 + T2' is,
-    and so are the grid points near them (q below the spacing).  Rounding down (rz on a
-    positive sum, rd) sends them apart only if T1 + T2' is a grid point above T1 + T2: T2'
-    = 0 with T2 < 0, or T2' a non-zero difference of grid points -- above T1 at least the
-    spacing 2^(E - out_t), below it, where |T2'| < |T2|, at least 2^(E - 1 - out_t): both
-    beyond reach once F >= w2 + out_t (rounding up likewise; round-to-odd sends them apart
-    when T1 + T2' is an even grid point on either side, so one more).  With c late an
-    accumulator is a multiple of the products' grid and loses no bit beside a product once
-    F >= the products' largest field - grid.  T2' = 0 with T2 != 0
-    (a truncated, floored or rounded-to-even tail) needs |T2| < q; it cannot happen when
-    every non-zero T2 is at least q:
+    bits, its lowest bit lies below q, and T2' differs from it by less than q.  T1 + T2 is
+    no multiple of q, T1 + T2' is, and so are the grid points near them (q below the
+    spacing), so a directed rounding (or round-to-odd) sends them apart only if T1 + T2' is
+    a grid point: T2' = 0, or T2' a non-zero difference of grid points, at least the
+    spacing g >= 2^(E - 1 - out_t) next to T1.  Truncated (|T2'| < |T2|), T2 then holds
+    zeros from q up to g between a one at or above g and a tail below q; rounded up in
+    magnitude (rne, rd alignment), ones from q up to g above a non-zero tail.  Either run
+    spans log2(g / q) >= F - 1 - out_t bits, so none reaches once F >= run + 2 + out_t:
+    for products the longest runs of _product_runs (e3m2: 3 zeros), for c or an
+    accumulator of t_U + 1 bits t_U - 1 zeros or t_U ones.  With c late an accumulator is
+    a multiple of the products' grid and loses no bit beside a product once F >= the
+    products' largest field - grid.  T2' = 0 with T2 != 0 (a truncated, floored or
+    rounded-to-even tail) needs |T2| < q; it cannot happen when every non-zero T2 is at
+    least q:
     * T2 a product beside c or an accumulator (E <= c.emax, or the field of (k - 1) in.fmax^2
       (+ c.fmax) rounded up, within out.emax): |T2| >= 2^(ea_min + eb_min);
     * T2 c or an accumulator beside a product (E <= the products' largest field): c >=
