@@ -12,6 +12,7 @@ probe -- a decision that holds for the true value and for none of the others.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import sys
 import time
 from collections.abc import Callable
@@ -203,30 +204,41 @@ def _instances(p: Probe, cfg: AccumulatorConfig, caches: dict) -> Instance | Non
     return inst
 
 
+def _values_of(indices: list[int]) -> Callable[[tuple], Any]:
+    """A function picking ``indices`` out of a tuple (a key: one value, a tuple or ())."""
+    return operator.itemgetter(*indices) if indices else lambda values: ()
+
+
 def _batch(todo: list[tuple[Probe, Instance]]):
-    """The rows of several instances, duplicates removed, and each instance's row map."""
-    index: dict[tuple, int] = {}
-    a_rows: list[list[int]] = []
-    b_rows: list[list[int]] = []
-    c_rows: list[int] = []
-    maps: list[list[int]] = []
-    for _, inst in todo:
-        m = []
-        keys = inst.__dict__.get("_row_keys")
-        if keys is None:
-            keys = inst.__dict__["_row_keys"] = [
-                (tuple(inst.a[r]), tuple(inst.b[r]), inst.c[r]) for r in range(len(inst.c))]
-        for r, key in enumerate(keys):
-            j = index.get(key)
-            if j is None:
-                j = index[key] = len(c_rows)
-                a_rows.append(inst.a[r])
-                b_rows.append(inst.b[r])
-                c_rows.append(inst.c[r])
-            m.append(j)
-        maps.append(m)
-    return (np.array(a_rows, dtype=np.uint64), np.array(b_rows, dtype=np.uint64),
-            np.array(c_rows, dtype=np.uint64), maps)
+    """The rows of several instances, duplicates removed, and each instance's rows in it:
+    (a, b, c, picks), ``picks[i]`` the batch rows of instance i in its row order."""
+    blocks = [_row_matrix(inst) for _, inst in todo]
+    rows = np.concatenate(blocks)
+    # rows as opaque records: np.unique sorts and merges equal (a, b, c) rows
+    width = rows.dtype.itemsize * rows.shape[1]
+    records = np.ascontiguousarray(rows).view(np.dtype((np.void, width))).ravel()
+    _, first, inverse = np.unique(records, return_index=True, return_inverse=True)
+    unique = rows[first]
+    k = (rows.shape[1] - 1) // 2
+    inverse = inverse.ravel()
+    ends = np.cumsum([len(m) for m in blocks])
+    picks = np.split(inverse, ends[:-1])
+    return (np.ascontiguousarray(unique[:, :k]), np.ascontiguousarray(unique[:, k:2 * k]),
+            np.ascontiguousarray(unique[:, 2 * k]), picks)
+
+
+def _row_matrix(inst: Instance) -> np.ndarray:
+    """The instance's rows as one uint64 matrix, a then b then c (memoised)."""
+    m = inst.__dict__.get("_matrix")
+    if m is None:
+        k = len(inst.a[0]) if inst.a else 0
+        m = np.empty((len(inst.c), 2 * k + 1), dtype=np.uint64)
+        if len(inst.c):
+            m[:, :k] = np.array(inst.a, dtype=np.uint64)
+            m[:, k:2 * k] = np.array(inst.b, dtype=np.uint64)
+            m[:, 2 * k] = np.array(inst.c, dtype=np.uint64)
+        inst.__dict__["_matrix"] = m
+    return m
 
 
 def run_check(probes: list[Probe], spaces: list[CandidateSpace],
@@ -261,9 +273,21 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
     total_rows = calls = nconf = 0
     space_info = []
     cover: list[Coverage] = []
+    # a probe's instance depends only on the shape and the values of the features it
+    # requires (or restricts with when): probes reading the same features form a group,
+    # and each group's applicable (probe, instance) list is memoised on those values
     names_of = {p.id: tuple(sorted(set(p.requires) | set(p.when))) for p in probes}
     all_names = sorted({n for ns in names_of.values() for n in ns})
-    key_cache: dict[tuple, Instance | None] = {}
+    by_names: dict[tuple[str, ...], list[Probe]] = {}
+    per_config: list[Probe] = []  # verified_on: decided configuration by configuration
+    for p in probes:
+        if p.verified_on is None:
+            by_names.setdefault(names_of[p.id], []).append(p)
+        else:
+            per_config.append(p)
+    groups = [(_values_of([all_names.index(n) for n in ns]), ps)
+              for ns, ps in by_names.items()]
+    group_cache: dict[tuple, list[tuple[Probe, Instance]]] = {}
     for si, space in enumerate(spaces):
         space_info.append({"id": space.id, "file": space.source,
                            "configurations": len(space.configs),
@@ -279,23 +303,20 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
             if cfg.operands != (cfg.in_format, None, None):
                 # probes speak one input format and rows of K values: configurations with
                 # b in a format of its own or with scale factors are not instantiated yet
-                for p in probes:
-                    results[p.id].not_applicable += 1
                 continue
-            # a probe's instance depends only on the shape and the values of the features
-            # it requires (or restricts with when): memoise on those
             shape = (cfg.in_format, cfg.c_format, cfg.out_format, cfg.k)
-            fv = {n: feature_value(cfg, n) for n in all_names}
-            for p in probes:
-                key = (p.id, shape, tuple(fv[n] for n in names_of[p.id]))
-                if key in key_cache and p.verified_on is None:
-                    inst = key_cache[key]
-                else:
-                    inst = _instances(p, cfg, caches)
-                    key_cache[key] = inst
-                if inst is None:
-                    results[p.id].not_applicable += 1
-                else:
+            fv = tuple(feature_value(cfg, n) for n in all_names)
+            for gi, (values, ps) in enumerate(groups):
+                gkey = (gi, shape, values(fv))
+                found = group_cache.get(gkey)
+                if found is None:
+                    found = group_cache[gkey] = [
+                        (p, inst) for p in ps
+                        if (inst := _instances(p, cfg, caches)) is not None]
+                todo.extend(found)
+            for p in per_config:
+                inst = _instances(p, cfg, caches)
+                if inst is not None:
                     todo.append((p, inst))
             outcomes: dict[str, list[tuple[Outcome, Any]]] = {}
             if todo:
@@ -307,10 +328,9 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
                 out = evaluate(cfg, a_arr, b_arr, c_arr)
                 calls += 1
                 total_rows += len(c_arr)
-                out_list = out.tolist()
                 fout = get_format(cfg.out_format)
                 for (p, inst), m in zip(todo, maps):
-                    outputs = [out_list[j] for j in m]
+                    outputs = out[m].tolist()
                     # a decision is a function of the instance and its outputs: memoise it
                     dkey = (id(inst), tuple(outputs))
                     outcome = dec_cache.get(dkey)
@@ -355,6 +375,9 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
                     c.gap_reasons[gap.why] = c.gap_reasons.get(gap.why, 0) + 1
                 elif len(c.examples) < MAX_COUNTEREXAMPLES:
                     c.examples.append(cfg.describe())
+    for res in results.values():
+        # on each configuration a probe is tried or does not apply
+        res.not_applicable = nconf - res.tried
     errors = {}
     for ikey, msg in caches["errors"].items():
         errors.setdefault(ikey[0], []).append(msg)

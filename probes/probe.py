@@ -9,6 +9,7 @@ observed outputs of an instance to an outcome.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -108,6 +109,16 @@ class Probe:
     _verified: dict = field(default_factory=dict, repr=False, compare=False)
     _names: dict = field(default_factory=dict, repr=False, compare=False)
     _values: dict = field(default_factory=dict, repr=False, compare=False)
+    #: the environment after ``let`` per (formats, k, decided): applies_when_holds and
+    #: instantiate evaluate the same names for the same instance
+    _lets: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the memo tables stay behind when a probe is pickled (to and from check's workers)
+        state = dict(self.__dict__)
+        for name in ("_verified", "_names", "_values", "_lets"):
+            state[name] = {}
+        return state
 
     @property
     def file(self) -> str:
@@ -147,11 +158,15 @@ class Probe:
         the probe's ``let`` names."""
         if self.applies_when is None:
             return True
-        env = base_env(fin, fc, fout, k)
-        env.update({n: Fraction(v) for n, v in decided.items()})
+        key = (fin, fc, fout, k, tuple(sorted(decided.items())))
         try:
-            for name, node in self.let:
-                env[name] = ex.evaluate(node, env)
+            env = self._lets.get(key)
+            if env is None:
+                env = base_env(fin, fc, fout, k)
+                env.update({n: Fraction(v) for n, v in decided.items()})
+                for name, node in self.let:
+                    env[name] = ex.evaluate(node, env)
+                self._lets[key] = env
             return bool(ex._truth(ex.evaluate(self.applies_when, env)))
         except ex.ExprError as e:
             raise self.doc.error(("applies_when",), str(e)) from None
@@ -179,12 +194,16 @@ class Probe:
                     decided: dict[str, int] | None = None) -> Instance:
         """Concrete vectors; ``decided`` binds the integer names of ``requires``."""
         decided = dict(decided or {})
-        env: dict[str, Any] = base_env(fin, fc, fout, k)
-        env.update({n: Fraction(v) for n, v in decided.items()})
-        fmt_in, fmt_c = get_format(fin), get_format(fc)
-        for name, node in self.let:
-            env[name] = self._eval(node, env, ("let", name), fin, fout)
         key = (fin, fc, fout, k, tuple(sorted(decided.items())))
+        fmt_in, fmt_c = get_format(fin), get_format(fc)
+        env = self._lets.get(key)
+        if env is None:
+            env = base_env(fin, fc, fout, k)
+            env.update({n: Fraction(v) for n, v in decided.items()})
+            for name, node in self.let:
+                env[name] = self._eval(node, env, ("let", name), fin, fout)
+            self._lets[key] = env
+        env = dict(env)
         inst = Instance(self, key, [], [], [], env=env)
         for vec in self.vectors:
             if vec.sweep is None:
@@ -367,6 +386,13 @@ def verified_configs(doc: Doc, spec: dict[str, Any], shape: tuple) -> frozenset:
 
 
 def base_env(fin: str, fc: str, fout: str, k: int) -> dict[str, Any]:
+    """The names every probe expression may use: k and the constants of the input,
+    accumulator (c) and output formats (a fresh dict the caller may extend)."""
+    return dict(_base_env(fin, fc, fout, k))
+
+
+@functools.lru_cache(maxsize=1024)
+def _base_env(fin: str, fc: str, fout: str, k: int) -> dict[str, Any]:
     env: dict[str, Any] = {"k": Fraction(k)}
     for prefix, name in (("in", fin), ("acc", fc), ("out", fout)):
         for cname, v in get_format(name).constants().items():
