@@ -5,8 +5,10 @@ covers; the known gaps (probes/gaps.yaml) reported, not hidden."""
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import probe_matrix as matrix
 import pytest
 
@@ -153,3 +155,35 @@ def test_probe_that_cannot_instantiate_is_a_failure_not_a_crash() -> None:
                                                                          k=2)])])
     (r,) = rep.results
     assert r.failed and "outside 0..1 for k=2" in r.errors[0]
+
+
+def test_block_tail_tie_reads_f_where_one_product_cannot() -> None:
+    # e3m2 into binary16, blocks of 4 products, c late, rne (once a known gap: no single
+    # e3m2 product holds a midpoint and a tail).  Twelve products 28 * 28 make A = 9408 (et
+    # = 13, ulp 8, even); the last block adds h = 2 * 2 = 4 (A + h a tie, down to 9408) and
+    # the tail 2^-4 * 2^-4 = 2^-8, which the alignment keeps iff F >= 13 + 8 = 21
+    from mmaprobe.models.accumulator import evaluate
+    from mmaprobe.models.formats import get_format
+
+    e3m2, b16 = get_format("e3m2"), get_format("binary16")
+    row = [e3m2.exact_bits(v) for v in [28] * 12 + [2, Fraction(1, 16), 0, 0]]
+    a = np.array([row], dtype=np.uint64)
+    c = np.array([0], dtype=np.uint64)
+    got = {}
+    for neab in (-3, -2, 0):
+        cfg = AccumulatorConfig(in_format="e3m2", c_format="binary16", out_format="binary16",
+                                k=16, nfma=4, neab=neab, c_placement="late",
+                                final_rounding="rne")
+        got[neab] = b16.to_fraction(int(evaluate(cfg, a, a, c)[0]))
+    assert got == {-3: 9408, -2: 9416, 0: 9416}
+    # and the probe reads it: F = 20 exactly, F >= 21 beyond
+    cfgs = [AccumulatorConfig(in_format="e3m2", c_format="binary16", out_format="binary16",
+                              k=16, nfma=4, neab=neab, c_placement="late", final_rounding="rne")
+            for neab in (-3, 0, 2)]
+    (probe,) = [p for p in LIBRARY if p.id == "neab-block-tail-tie"]
+    rep = run_check([probe], [CandidateSpace("t", "<t>", cfgs)])
+    (res,) = rep.results
+    assert res.tried == 3 and res.correct == 3 and res.wrong == 0
+    rep = run_check(LIBRARY, [CandidateSpace("t", "<t>", cfgs)])  # without the gaps
+    (cov,) = [c for c in rep.coverage if c.feature == "neab"]
+    assert cov.observable == cov.decided == 3
