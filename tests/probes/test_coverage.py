@@ -187,3 +187,50 @@ def test_block_tail_tie_reads_f_where_one_product_cannot() -> None:
     rep = run_check(LIBRARY, [CandidateSpace("t", "<t>", cfgs)])  # without the gaps
     (cov,) = [c for c in rep.coverage if c.feature == "neab"]
     assert cov.observable == cov.decided == 3
+
+
+def _e4m3_sticky(neab: int, **kw) -> AccumulatorConfig:
+    return AccumulatorConfig(in_format="e4m3", c_format="binary32", out_format="binary32",
+                             k=16, nfma=1, neab=neab, align_rounding="rz_sticky",
+                             out_frac_bits=13, **kw)
+
+
+def _one_product(cfg: AccumulatorConfig, a0, b0, c) -> Fraction:
+    from mmaprobe.models.accumulator import evaluate
+    from mmaprobe.models.formats import get_format
+
+    e4m3, b32 = get_format("e4m3"), get_format("binary32")
+    a = np.zeros((1, 16), dtype=np.uint64)
+    b = np.zeros((1, 16), dtype=np.uint64)
+    a[0, 0], b[0, 0] = e4m3.exact_bits(Fraction(a0)), e4m3.exact_bits(Fraction(b0))
+    cc = np.array([b32.exact_bits(Fraction(c))], dtype=np.uint64)
+    return b32.to_fraction(int(evaluate(cfg, a, b, cc)[0]))
+
+
+def test_sticky_blocks_with_c_wider_than_the_output() -> None:
+    # e4m3 into binary32 with 13 output fraction bits and a sticky bit (once a known gap:
+    # the probes read F through the output, which these blocks round correctly from F = 21).
+    # c = 2^13 - 2^-11 beside 2^-6 * 2^-6: kept whole at F = 23 (the sticky half of the
+    # product leaves the sum below 2^13: truncated to 8191.5); at F = 22 c's last bit is the
+    # sticky half itself and the product adds another: 8192 exactly
+    c = 8192 - Fraction(1, 2**11)
+    assert _one_product(_e4m3_sticky(0), Fraction(1, 64), Fraction(1, 64), c) == Fraction(16383, 2)
+    assert _one_product(_e4m3_sticky(-1), Fraction(1, 64), Fraction(1, 64), c) == 8192
+    # c = 2^-18 (1 + 2^-19) beside -(2^-9)^2: a denormalised product aligns at 2^-12, so F =
+    # 23 leaves c's last bit below the quantum and the sum is the sticky half 2^-36; a
+    # normalised one aligns at 2^-18 and the sum is exact
+    c = Fraction(1, 2**18) * (1 + Fraction(1, 2**19))
+    s = -Fraction(1, 2**9)
+    assert _one_product(_e4m3_sticky(0), s, -s, c) == Fraction(1, 2**36)
+    assert _one_product(_e4m3_sticky(0, product_normalisation="normalised"), s, -s, c) \
+        == Fraction(1, 2**37)
+    # the probes of two-term-sticky-c.yaml decide both features on every such unit with c
+    # early (c late is left a known gap)
+    cfgs = [_e4m3_sticky(neab, product_normalisation=pn, final_rounding=fr)
+            for neab in (-10, 0, 2, 3) for pn in ("denormalised", "normalised")
+            for fr in ("rz", "rne")]
+    rep = run_check(LIBRARY, [CandidateSpace("t", "<t>", cfgs)])  # without the gaps
+    _assert_decided(rep)
+    for f in ("neab", "product_normalisation"):
+        (cov,) = [c for c in rep.coverage if c.feature == f]
+        assert cov.observable == cov.decided == len(cfgs)
