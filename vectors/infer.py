@@ -156,7 +156,8 @@ def probe_decisions(suite: Suite, d: np.ndarray, truth: AccumulatorConfig | None
     """Decisions of the suite's probe instances on the observed outputs.
 
     Instances of a probe that needs decided features are reported only when their bindings
-    match ``truth`` (a consistent or closest candidate), as the pipeline would have chosen.
+    and its ``when`` match ``truth`` (a consistent or closest candidate), as the pipeline
+    would have chosen; without a candidate, only instances that need nothing.
     """
     recs = suite.meta.get("generator", {}).get("probe_instances", [])
     if not recs:
@@ -170,13 +171,15 @@ def probe_decisions(suite: Suite, d: np.ndarray, truth: AccumulatorConfig | None
         if p is None or r.get("digest") != p.digest or any(v not in index for v in r["vectors"]):
             continue
         bnd = {k: int(v) for k, v in r.get("bindings", {}).items()}
-        if bnd and truth is not None:
-            if expression_bindings(truth, p.requires) != bnd:
+        if truth is not None:
+            # the pipeline runs an instance only where its bindings and its `when` hold
+            # (a probe may restrict string features without binding an integer one)
+            if bnd and expression_bindings(truth, p.requires) != bnd:
                 continue
             tv = {n: feature_value(truth, n) for n in set(p.requires) | set(p.when)}
             if not p.when_matches(tv):
                 continue
-        elif bnd:
+        elif bnd or p.when:
             continue
         try:
             inst = p.instantiate(suite.in_format, suite.c_format, suite.out_format, suite.k, bnd)
