@@ -13,6 +13,7 @@ import functools
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -158,15 +159,9 @@ class Probe:
         the probe's ``let`` names."""
         if self.applies_when is None:
             return True
-        key = (fin, fc, fout, k, tuple(sorted(decided.items())))
         try:
-            env = self._lets.get(key)
-            if env is None:
-                env = base_env(fin, fc, fout, k)
-                env.update({n: Fraction(v) for n, v in decided.items()})
-                for name, node in self.let:
-                    env[name] = ex.evaluate(node, env)
-                self._lets[key] = env
+            env = self._let_env(fin, fc, fout, k, decided,
+                                lambda name, node, env: ex.evaluate(node, env))
             return bool(ex._truth(ex.evaluate(self.applies_when, env)))
         except ex.ExprError as e:
             raise self.doc.error(("applies_when",), str(e)) from None
@@ -189,6 +184,21 @@ class Probe:
                 return False
         return True
 
+    def _let_env(self, fin: str, fc: str, fout: str, k: int, decided: dict[str, int],
+                 evaluate: Callable[[str, Any, dict[str, Any]], Any]) -> dict[str, Any]:
+        """The names after ``let`` for these formats, k and decided features (memoised;
+        the caller copies it before adding names).  ``evaluate(name, node, env)`` computes
+        one ``let`` and reports its errors the caller's way."""
+        key = (fin, fc, fout, k, tuple(sorted(decided.items())))
+        env = self._lets.get(key)
+        if env is None:
+            env = base_env(fin, fc, fout, k)
+            env.update({n: Fraction(v) for n, v in decided.items()})
+            for name, node in self.let:
+                env[name] = evaluate(name, node, env)
+            self._lets[key] = env
+        return env
+
     # -- instantiation --------------------------------------------------------------
     def instantiate(self, fin: str, fc: str, fout: str, k: int,
                     decided: dict[str, int] | None = None) -> Instance:
@@ -196,14 +206,9 @@ class Probe:
         decided = dict(decided or {})
         key = (fin, fc, fout, k, tuple(sorted(decided.items())))
         fmt_in, fmt_c = get_format(fin), get_format(fc)
-        env = self._lets.get(key)
-        if env is None:
-            env = base_env(fin, fc, fout, k)
-            env.update({n: Fraction(v) for n, v in decided.items()})
-            for name, node in self.let:
-                env[name] = self._eval(node, env, ("let", name), fin, fout)
-            self._lets[key] = env
-        env = dict(env)
+        env = dict(self._let_env(
+            fin, fc, fout, k, decided,
+            lambda name, node, env: self._eval(node, env, ("let", name), fin, fout)))
         inst = Instance(self, key, [], [], [], env=env)
         for vec in self.vectors:
             if vec.sweep is None:
