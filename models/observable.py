@@ -51,9 +51,12 @@ CDNA2's round-to-nearest GPS, the c placement of FDRDA, ...) have no alternative
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from fractions import Fraction
 from typing import Any, NamedTuple
+
+import numpy as np
 
 from .config import (
     ALGORITHMS,
@@ -65,6 +68,7 @@ from .config import (
     AccumulatorConfig,
     ConfigError,
 )
+from .features import feature_value
 from .formats import ROUNDING_MODES, Format, get_format
 
 #: Features ``mmaprobe check`` requires a decision for on every configuration where they
@@ -1289,3 +1293,53 @@ def _bf16_pairs_ru_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
 def observable(cfg: AccumulatorConfig, feature: str) -> bool:
     return bool(alternatives(cfg, feature))
 
+
+
+def _without(cfg: AccumulatorConfig, feature: str) -> tuple:
+    """cfg's fields with the one that holds ``feature`` blanked (for grouping neighbours)."""
+    stage = _FLUSH_OF.get(feature)
+    return tuple(tuple(s for s in cfg.flush if s != stage) if f.name == "flush" and stage
+                 else None if f.name == feature else getattr(cfg, f.name)
+                 for f in dataclasses.fields(cfg))
+
+
+def proven_classes(configs: list[AccumulatorConfig]) -> np.ndarray:
+    """Labels (0..m-1, in order of first appearance) of the classes of configurations these
+    rules prove to give the same output on every input.
+
+    Two configurations that differ in one checked feature are joined when the second's
+    value is not among the first's :func:`alternatives`; classes are the transitive closure
+    (equality of outputs is transitive).  Configurations the rules cannot join stay apart,
+    so a class never holds two units that some input tells apart, while two classes may
+    still hold units no input tells apart.
+
+    >>> from mmaprobe.models.config import AccumulatorConfig
+    >>> late = AccumulatorConfig(in_format="e2m1", k=8, nfma=4, c_placement="late")
+    >>> proven_classes([late, late.replace(neab=-2), late.replace(neab=-15),
+    ...                 late.replace(nfma=8)]).tolist()      # fp4 sums are exact
+    [0, 0, 1, 0]
+    """
+    parent = list(range(len(configs)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for feature in CHECKED_FEATURES:
+        groups: dict[tuple, list[int]] = {}
+        for i, cfg in enumerate(configs):
+            groups.setdefault(_without(cfg, feature), []).append(i)
+        for members in groups.values():
+            if len(members) < 2:
+                continue
+            for i in members:
+                others = alternatives(configs[i], feature)
+                for j in members:
+                    if (j != i and root(i) != root(j)
+                            and feature_value(configs[j], feature) not in others):
+                        parent[root(j)] = root(i)
+    roots = [root(i) for i in range(len(configs))]
+    first: dict[int, int] = {}
+    return np.array([first.setdefault(r, len(first)) for r in roots], dtype=np.int64)

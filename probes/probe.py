@@ -267,12 +267,17 @@ class Probe:
             for pos_src, val_src in items:
                 where = vec.path + (side, pos_src)
                 positions = self._positions(pos_src, env, where, fmt_in.name, fout, k)
+                # 'pos': the position a value of a range is written at; a value that does
+                # not name it is the same at every position of the range
+                ranged = not (len(positions) == 1 and not isinstance(pos_src, str))
+                per_pos = ranged and "pos" in self._names_of(val_src)
+                value = None
                 for pos in positions:
-                    term = f"vector {vec.name}{f' ({tag})' if tag else ''} {side}[{pos}]"
-                    # 'pos': the position a value of a range is written at
-                    penv = env if len(positions) == 1 and not isinstance(pos_src, str) \
-                        else {**env, "pos": Fraction(pos)}
-                    bits[pos] = self._value(val_src, penv, fmt_in, term, where, fout)
+                    if value is None or per_pos:
+                        term = f"vector {vec.name}{f' ({tag})' if tag else ''} {side}[{pos}]"
+                        penv = {**env, "pos": Fraction(pos)} if ranged else env
+                        value = self._value(val_src, penv, fmt_in, term, where, fout)
+                    bits[pos] = value
             row[side] = bits
         c = self._value(vec.c, env, fmt_c, f"vector {vec.name}{f' ({tag})' if tag else ''} c",
                         vec.path + ("c",), fout) if vec.c is not None else fmt_c.zero_bits(0)
@@ -298,6 +303,19 @@ class Probe:
                                      f"{lo}..{hi}, outside 0..{k - 1} for k={k}")
         return list(range(lo, hi + 1))
 
+    def _names_of(self, src: Any) -> tuple[str, ...]:
+        """The names an expression reads (none for special values, bit patterns and text
+        that does not parse, whose error _value reports)."""
+        text = str(src) if not isinstance(src, str) else src
+        names = self._names.get(text)
+        if names is None:
+            try:
+                names = tuple(sorted(ex.names_in(ex.parse(text))))
+            except ex.ExprError:
+                names = ()
+            self._names[text] = names
+        return names
+
     def _value(self, src: Any, env: dict[str, Any], fmt: Format, term: str, where: tuple,
                fout: str) -> int:
         if isinstance(src, str):
@@ -321,12 +339,7 @@ class Probe:
         text = str(src) if not isinstance(src, str) else src
         # the same expression with the same values of its names gives the same value:
         # memoised per probe (instances differ in a few bindings, sweeps in one variable)
-        names = self._names.get(text)
-        if names is None:
-            try:
-                names = self._names[text] = tuple(sorted(ex.names_in(ex.parse(text))))
-            except ex.ExprError:
-                names = ()
+        names = self._names_of(text)
         ckey = (text, fmt.name, tuple(env.get(n) for n in names))
         hit = self._values.get(ckey)
         if hit is not None:

@@ -26,6 +26,7 @@ import numpy as np
 from mmaprobe.models import limits
 from mmaprobe.models.errors import InputError
 from mmaprobe.models.features import expression_bindings, feature_value
+from mmaprobe.models.observable import proven_classes
 from mmaprobe.models.partition import (
     classes,
     refine,
@@ -201,7 +202,11 @@ def discriminate(bld: _Builder, opts: SuiteOptions, rng: np.random.Generator,
     A configuration the vectors so far already tell from every other needs no further row:
     the pool and the search work on the configurations left in classes of two or more
     (typically a third to a half of the space once the probes are in)."""
-    cfgs = bld.space.configs
+    everyone = bld.space.configs
+    # one representative per class of configurations proven to give the same outputs:
+    # no row splits such a class, so the model evaluates and the search considers only it
+    proven = proven_classes(everyone)
+    cfgs = [everyone[i] for i in np.unique(proven, return_index=True)[1]]
     a0, b0, c0 = bld.arrays()
     labels = np.zeros(len(cfgs), dtype=np.int64)
     if len(bld.ids):
@@ -254,15 +259,18 @@ def discriminate(bld: _Builder, opts: SuiteOptions, rng: np.random.Generator,
         notes += [f"smt: {n}" for n in search.solver_notes[:20]]
         equivalent = [[sub[x].describe(), sub[y].describe()] for x, y in search.equivalent]
         notes += [f"smt: {x} and {y}: equivalent" for x, y in equivalent[:20]]
+    labels = labels[proven]
     final = classes(labels)
     together = [g for g in final if len(g) > 1]
-    return {"configurations": len(cfgs), "classes_before": start_classes,
+    return {"configurations": len(everyone), "proven_classes": len(cfgs),
+            "classes_before": start_classes,
             "classes_after_pool": after_pool or len(final), "classes": len(final),
             "largest_class": int(len(final[0])) if final else 0,
             "discriminators": sum(counts.values()),
             "smt_queries": search.solver_queries if search else 0,
             "smt_vectors": counts["solver"], "smt_equivalent_pairs": equivalent[:20],
-            "unsplit_classes": [[cfgs[int(i)].describe() for i in g[:6]] for g in together[:10]],
+            "unsplit_classes": [[everyone[int(i)].describe() for i in g[:6]]
+                                for g in together[:10]],
             "unsplit_class_count": len(together)}
 
 

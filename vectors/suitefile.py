@@ -13,6 +13,7 @@ payloads included).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -97,11 +98,10 @@ class Suite:
         k = self.k
         vecs = []
         for i, vid in enumerate(self.ids):
-            v = {"id": vid, "a": [hexbits(fin, x) for x in self.a[i, :k].tolist()],
-                 "b": [hexbits(fb, x) for x in self.b[i, :k].tolist()]}
+            v = {"id": vid, "a": hexlist(fin, self.a[i, :k]), "b": hexlist(fb, self.b[i, :k])}
             if fs is not None:
-                v["scale_a"] = [hexbits(fs, x) for x in self.a[i, k:].tolist()]
-                v["scale_b"] = [hexbits(fs, x) for x in self.b[i, k:].tolist()]
+                v["scale_a"] = hexlist(fs, self.a[i, k:])
+                v["scale_b"] = hexlist(fs, self.b[i, k:])
             v.update({"c": hexbits(fc, int(self.c[i])), "provenance": self.provenance[i]})
             vecs.append(v)
         extra = {"scale_block": self.scale_block} if self.scale_format else {}
@@ -129,6 +129,19 @@ class Observed:
 def hexbits(fmt: Format, x: int) -> str:
     digits = ((fmt.width or fmt.bits) + 3) // 4
     return f"0x{int(x):0{digits}x}"
+
+
+@functools.lru_cache(maxsize=16)
+def _hex_table(fmt: Format) -> list[str]:
+    return [hexbits(fmt, x) for x in range(1 << (fmt.width or fmt.bits))]
+
+
+def hexlist(fmt: Format, xs: np.ndarray) -> list[str]:
+    """hexbits of every pattern of xs (a table lookup for formats of up to 16 bits)."""
+    if (fmt.width or fmt.bits) <= 16:
+        table = _hex_table(fmt)
+        return [table[x] for x in xs.tolist()]
+    return [hexbits(fmt, x) for x in xs.tolist()]
 
 
 def _reject_constant(name: str) -> Any:
@@ -308,7 +321,12 @@ def read_suite(path: str | Path) -> Suite:
 
 
 def suite_text(suite: Suite) -> str:
-    return json.dumps(suite.to_json(), indent=1) + "\n"
+    """The suite as JSON: the header indented, then one vector per line."""
+    doc = suite.to_json()
+    vectors = doc.pop("vectors")
+    head = json.dumps(doc, indent=1)
+    body = ",\n".join("  " + json.dumps(v) for v in vectors)
+    return head[:-2] + ',\n "vectors": [\n' + body + ("\n ]\n}\n" if vectors else " ]\n}\n")
 
 
 def write_suite(path: str | Path, suite: Suite) -> None:

@@ -20,6 +20,7 @@ from mmaprobe.models.observable import (
     NEAB_VALUES,
     _directed_pairs_exact,
     alternatives,
+    proven_classes,
 )
 from mmaprobe.models.rows import pool_rows
 from mmaprobe.models.space import neighbourhood
@@ -75,6 +76,28 @@ def _rows(cfg: AccumulatorConfig, n: int, seed: int):
           << np.uint64(fin.pad))
     rc = rng.integers(0, 1 << min(fc.bits, 63), size=m).astype(np.uint64) << np.uint64(fc.pad)
     return np.concatenate([a, ra]), np.concatenate([b, rb]), np.concatenate([c, rc])
+
+
+@pytest.mark.parametrize("fin,fout,k", [("e2m1", "binary32", 16), ("e3m2", "binary16", 8)])
+def test_proven_classes_hold_on_the_model(fin: str, fout: str, k: int) -> None:
+    """The suite evaluates one configuration per proven class: every member of a class
+    must give its representative's outputs, bit for bit (the closure joins configurations
+    that differ in several features at once, which no single claim above covers)."""
+    space = neighbourhood(fin, None, fout, k)
+    labels = proven_classes(space.configs)
+    assert labels.max() + 1 < 0.75 * len(space.configs)  # fp4/fp6 sums are often exact
+    a, b, c = _rows(space.configs[0], 1200, k)
+    first: dict[int, np.ndarray] = {}
+    joined = 0
+    for cfg, label in zip(space.configs, labels.tolist()):
+        got = evaluate(cfg, a, b, c)
+        if label not in first:
+            first[label] = got
+            continue
+        bad = np.flatnonzero(got != first[label])
+        assert not len(bad), f"{cfg.describe()}: proven class {label}, row {bad[0]} differs"
+        joined += 1
+    assert joined > len(space.configs) // 4
 
 
 SHAPES = [("binary16", "binary32", 4), ("e2m1", "binary32", 8), ("e4m3", "binary16", 16),
