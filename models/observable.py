@@ -1295,6 +1295,13 @@ def observable(cfg: AccumulatorConfig, feature: str) -> bool:
 
 
 
+def product_overflow_observable(cfg: AccumulatorConfig) -> bool:
+    """Whether a product can reach 2^128, product_overflow's only effect: |a b| is below
+    2^(emax_a + 1) 2^(emax_b + 1) (block scaling may scale it further)."""
+    fa, fb = get_format(cfg.in_format), get_format(cfg.b_fmt)
+    return cfg.scale_format is not None or fa.emax + fb.emax + 2 > 128
+
+
 def _without(cfg: AccumulatorConfig, feature: str) -> tuple:
     """cfg's fields with the one that holds ``feature`` blanked (for grouping neighbours)."""
     stage = _FLUSH_OF.get(feature)
@@ -1308,7 +1315,8 @@ def proven_classes(configs: list[AccumulatorConfig]) -> np.ndarray:
     rules prove to give the same output on every input.
 
     Two configurations that differ in one checked feature are joined when the second's
-    value is not among the first's :func:`alternatives`; classes are the transitive closure
+    value is not among the first's :func:`alternatives` (or only in product_overflow, where
+    no product reaches 2^128); classes are the transitive closure
     (equality of outputs is transitive).  Configurations the rules cannot join stay apart,
     so a class never holds two units that some input tells apart, while two classes may
     still hold units no input tells apart.
@@ -1327,7 +1335,7 @@ def proven_classes(configs: list[AccumulatorConfig]) -> np.ndarray:
             i = parent[i]
         return i
 
-    for feature in CHECKED_FEATURES:
+    for feature in CHECKED_FEATURES + ("product_overflow",):
         groups: dict[tuple, list[int]] = {}
         for i, cfg in enumerate(configs):
             groups.setdefault(_without(cfg, feature), []).append(i)
@@ -1335,7 +1343,9 @@ def proven_classes(configs: list[AccumulatorConfig]) -> np.ndarray:
             if len(members) < 2:
                 continue
             for i in members:
-                others = alternatives(configs[i], feature)
+                others = (alternatives(configs[i], feature) if feature != "product_overflow"
+                          else (True, False) if product_overflow_observable(configs[i])
+                          else ())
                 for j in members:
                     if (j != i and root(i) != root(j)
                             and feature_value(configs[j], feature) not in others):

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .config import AccumulatorConfig
-from .formats import get_format
+from .observable import product_overflow_observable
 from .partition import classes, outputs_matrix, split_scores
 from .rows import local_rows
 
@@ -340,11 +340,9 @@ def static_equivalence(x: AccumulatorConfig, y: AccumulatorConfig) -> str | None
     """
     diff = {f for f, u, v in zip(x.to_dict(), x.to_dict().values(), y.to_dict().values())
             if u != v}
-    if diff == {"product_overflow"}:
-        fa = get_format(x.in_format)
-        if 2 * fa.emax + 2 <= 128:
-            return (f"they differ only in product_overflow, and no {fa.name} x {fa.name} "
-                    f"product reaches 2^128")
+    if diff == {"product_overflow"} and not product_overflow_observable(x):
+        return (f"they differ only in product_overflow, and no {x.in_format} x {x.b_fmt} "
+                f"product reaches 2^128")
     if diff == {"carry_bits"} and x.algorithm == "fused":
         need = carry_bits_needed(x)
         if all(cb is None or cb >= need for cb in (x.carry_bits, y.carry_bits)):
