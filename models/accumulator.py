@@ -34,12 +34,15 @@ from .formats import get_format
 CHUNK = 8192
 
 
-def evaluate(cfg: AccumulatorConfig, a, b, c, scale_a=None, scale_b=None) -> np.ndarray:
+def evaluate(cfg: AccumulatorConfig, a, b, c, scale_a=None, scale_b=None,
+             memo: dict | None = None) -> np.ndarray:
     """Output bit patterns (uint64, shape (N,)) for a, b of shape (N, k) and c of shape (N,).
 
     a holds in_format bit patterns, b b_format (cfg.b_fmt) ones, c c_format ones; with
     block scaling (cfg.scale_format) scale_a and scale_b hold the scale factors, shape
-    (N, k / scale_block).
+    (N, k / scale_block).  ``memo``: a dict kept by a caller that evaluates many
+    configurations on the same a and b, in order of ``engine_float.product_key``, to share
+    their products (see ``engine_float.block_products``).
     """
     if cfg.scales and scale_a is None and scale_b is None:
         a, b, scale_a, scale_b = unpack(cfg, a, b)
@@ -49,7 +52,10 @@ def evaluate(cfg: AccumulatorConfig, a, b, c, scale_a=None, scale_b=None) -> np.
     out = np.empty(a.shape[0], dtype=np.uint64)
     for lo in range(0, a.shape[0], CHUNK):
         hi = lo + CHUNK
-        if scales is None:
+        if run is run_float:
+            chunk_memo = None if memo is None else memo.setdefault(lo, {})
+            out[lo:hi] = run_float(cfg, a[lo:hi], b[lo:hi], c[lo:hi], chunk_memo)
+        elif scales is None:
             out[lo:hi] = run(cfg, a[lo:hi], b[lo:hi], c[lo:hi])
         else:
             out[lo:hi] = run_int(cfg, a[lo:hi], b[lo:hi], c[lo:hi],

@@ -67,23 +67,31 @@ def _float_bits(fmt: Format, v) -> np.ndarray:
     return (v.astype(np.float32).view(np.uint32) >> np.uint32(16)).astype(np.uint64)
 
 
-def run_float(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
-    """Fused blocks (FDA/CoFDA) in float64, exact by the module docstring's argument."""
-    fin, fout = get_format(cfg.in_format), get_format(cfg.out_format)
-    fb = get_format(cfg.b_fmt)
+def product_key(cfg: AccumulatorConfig) -> tuple:
+    """What the blocks' products depend on besides the rows (see :func:`block_products`)."""
+    return (cfg.in_format, cfg.b_fmt, "inputs" in cfg.flush, cfg.interleave == "pairs",
+            cfg.nfma, cfg.product_normalisation)
+
+
+def block_products(cfg: AccumulatorConfig, a, b, memo: dict | None = None) -> list[tuple]:
+    """Per block: the exact products p (n, nfma), their alignment exponents pe and the
+    largest exponent of a non-zero product per row (DEAD where none).
+
+    ``memo`` (a dict the caller keeps while it evaluates configurations on the same a and
+    b) holds the last :func:`product_key`'s blocks: evaluating configurations in order of
+    that key computes each block's products once.
+    """
+    key = product_key(cfg)
+    if memo is not None and memo.get("key") == key:
+        return memo["blocks"]
+    fin, fb = get_format(cfg.in_format), get_format(cfg.b_fmt)
     val, ex = _tables(fin, "inputs" in cfg.flush)
     valb, exb = (val, ex) if fb is fin else _tables(fb, "inputs" in cfg.flush)
-    F = cfg.frac_bits
-    mode, amode = cfg.final_rounding, cfg.align_rounding
-    sticky = amode == "rz_sticky"
-    p_out = fout.p if cfg.out_frac_bits is None else cfg.out_frac_bits + 1
     a, b = in_block_order(cfg, a, b)
     ia = (a >> np.uint64(fin.pad)).astype(np.intp) if fin.pad else a.astype(np.intp)
     ib = (b >> np.uint64(fb.pad)).astype(np.intp) if fb.pad else b.astype(np.intp)
-    late = cfg.c_placement == "late"
-    fc = get_format(cfg.c_format)
-    acc, acc_fmt = (np.zeros_like(c), fout) if late else (c, fc)
     n = cfg.nfma
+    blocks = []
     with np.errstate(invalid="ignore", over="ignore"):
         for blk in range(cfg.blocks):
             sa, sb = ia[:, blk * n:(blk + 1) * n], ib[:, blk * n:(blk + 1) * n]
@@ -92,15 +100,38 @@ def run_float(cfg: AccumulatorConfig, a, b, c) -> np.ndarray:
                 pe = _flog2(p)
             else:
                 pe = ex[sa] + exb[sb]
+            emax = np.where(p != 0, pe, DEAD).max(1)
+            for x in (p, pe, emax):
+                x.flags.writeable = False  # shared by the configurations of one memo
+            blocks.append((p, pe, emax))
+    if memo is not None:
+        memo.clear()
+        memo.update(key=key, blocks=blocks)
+    return blocks
+
+
+def run_float(cfg: AccumulatorConfig, a, b, c, memo: dict | None = None) -> np.ndarray:
+    """Fused blocks (FDA/CoFDA) in float64, exact by the module docstring's argument
+    (``memo``: see :func:`block_products`)."""
+    fout = get_format(cfg.out_format)
+    F = cfg.frac_bits
+    mode, amode = cfg.final_rounding, cfg.align_rounding
+    sticky = amode == "rz_sticky"
+    p_out = fout.p if cfg.out_frac_bits is None else cfg.out_frac_bits + 1
+    late = cfg.c_placement == "late"
+    fc = get_format(cfg.c_format)
+    acc, acc_fmt = (np.zeros_like(c), fout) if late else (c, fc)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for blk, (p, pe, emax) in enumerate(block_products(cfg, a, b, memo)):
             p_in = p  # the products before overflow: the input specials decide first
             if cfg.product_overflow:
                 p = np.where(np.abs(p) >= 2.0 ** 128, p * np.inf, p)
             if "products" in cfg.flush:
                 p = np.where(np.abs(p) < float(_B32.fmin), p * 0.0, p)
+                emax = np.where(p != 0, pe, DEAD).max(1)
             flush_c = ("inputs" if blk == 0 else "sums") in cfg.flush
             vc = _acc_float(acc_fmt, acc, flush_c)
             ce = np.maximum(_flog2(vc), acc_fmt.emin)
-            emax = np.where(p != 0, pe, DEAD).max(1)
             emax = np.maximum(emax, np.where(vc != 0, ce, DEAD))
             live = emax != DEAD
             # an inf/NaN c or product has exponent 1024 in float64: keep the scale finite

@@ -18,6 +18,7 @@ import numpy as np
 
 from .accumulator import evaluate
 from .config import AccumulatorConfig
+from .engine_float import product_key
 
 _MIX1 = np.uint64(0x9E3779B97F4A7C15)
 _MIX2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -55,19 +56,20 @@ def outputs_matrix(configs: Sequence[AccumulatorConfig], a: np.ndarray, b: np.nd
     if jobs > 1 and len(configs) > 1 and len(configs) * a.size >= PARALLEL_WORK:
         out = _outputs_parallel(configs, a, b, c, progress, jobs)
     else:
-        out = np.empty((len(configs), a.shape[0]), dtype=np.uint64)
-        for i, cfg in enumerate(configs):
-            if progress and i and i % 500 == 0:
-                progress(f"evaluated {i}/{len(configs)} configurations on {a.shape[0]} rows")
-            out[i] = evaluate(cfg, a, b, c)
+        out = _outputs_block((configs, a, b, c), progress)
     return out if inv is None else out[:, inv]
 
 
-def _outputs_block(job: tuple) -> np.ndarray:
+def _outputs_block(job: tuple, progress: Callable[[str], None] | None = None) -> np.ndarray:
+    """Every configuration on the rows, in order of their products (evaluate's memo)."""
     configs, a, b, c = job
     out = np.empty((len(configs), a.shape[0]), dtype=np.uint64)
-    for i, cfg in enumerate(configs):
-        out[i] = evaluate(cfg, a, b, c)
+    memo: dict = {}
+    order = sorted(range(len(configs)), key=lambda i: product_key(configs[i]))
+    for n, i in enumerate(order):
+        if progress and n and n % 500 == 0:
+            progress(f"evaluated {n}/{len(configs)} configurations on {a.shape[0]} rows")
+        out[i] = evaluate(configs[i], a, b, c, memo=memo)
     return out
 
 
