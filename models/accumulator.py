@@ -25,8 +25,8 @@ import functools
 import numpy as np
 
 from .config import AccumulatorConfig
-from .engine_float import run_float
-from .engine_int import int_dtype, log2ceil, run_int
+from .engine_float import product_key, run_float
+from .engine_int import int_dtype, int_product_key, log2ceil, run_int
 from .errors import InputError
 from .formats import get_format
 
@@ -41,8 +41,8 @@ def evaluate(cfg: AccumulatorConfig, a, b, c, scale_a=None, scale_b=None,
     a holds in_format bit patterns, b b_format (cfg.b_fmt) ones, c c_format ones; with
     block scaling (cfg.scale_format) scale_a and scale_b hold the scale factors, shape
     (N, k / scale_block).  ``memo``: a dict kept by a caller that evaluates many
-    configurations on the same a and b, in order of ``engine_float.product_key``, to share
-    their products (see ``engine_float.block_products``).
+    configurations on the same a and b, in order of :func:`products_key`, to share their
+    products (see ``engine_float.block_products``).
     """
     if cfg.scales and scale_a is None and scale_b is None:
         a, b, scale_a, scale_b = unpack(cfg, a, b)
@@ -52,15 +52,24 @@ def evaluate(cfg: AccumulatorConfig, a, b, c, scale_a=None, scale_b=None,
     out = np.empty(a.shape[0], dtype=np.uint64)
     for lo in range(0, a.shape[0], CHUNK):
         hi = lo + CHUNK
-        if run is run_float:
-            chunk_memo = None if memo is None else memo.setdefault(lo, {})
-            out[lo:hi] = run_float(cfg, a[lo:hi], b[lo:hi], c[lo:hi], chunk_memo)
-        elif scales is None:
-            out[lo:hi] = run(cfg, a[lo:hi], b[lo:hi], c[lo:hi])
+        chunk_memo = None if memo is None else memo.setdefault(lo, {})
+        if scales is None:
+            out[lo:hi] = run(cfg, a[lo:hi], b[lo:hi], c[lo:hi], memo=chunk_memo)
         else:
             out[lo:hi] = run_int(cfg, a[lo:hi], b[lo:hi], c[lo:hi],
                                  (scales[0][lo:hi], scales[1][lo:hi]))
     return out
+
+
+def products_key(cfg: AccumulatorConfig) -> tuple:
+    """Configurations with one key compute the same products from the same rows: evaluating
+    them one after another with one memo computes those products once."""
+    run = _engine(cfg)
+    if run is run_float:
+        return ("float",) + product_key(cfg)
+    if cfg.algorithm in ("fused", "fdrda") and cfg.scale_format is None:
+        return ("int", str(int_dtype(cfg))) + int_product_key(cfg)
+    return ("other",)
 
 
 def unpack(cfg: AccumulatorConfig, a, b):

@@ -141,6 +141,12 @@ def _decode(fmt: Format, bits, flush: bool):
     return special, sign, sig, exp
 
 
+def int_product_key(cfg: AccumulatorConfig) -> tuple:
+    """The fields _products reads (with the block order, which sets the columns)."""
+    return (cfg.in_format, cfg.b_fmt, "inputs" in cfg.flush, "products" in cfg.flush,
+            cfg.product_normalisation, cfg.product_overflow, cfg.interleave == "pairs")
+
+
 def _products(cfg: AccumulatorConfig, fin: Format, a, b, dt, scales=None):
     """Exact products (special, sign, sig, lsb, exp), each (n, m); exp is the alignment one.
 
@@ -364,9 +370,11 @@ def _operand(fmt: Format, bits, flush: bool = False):
 
 # -- the integer engine --------------------------------------------------------------------
 
-def run_int(cfg: AccumulatorConfig, a, b, c, scales=None) -> np.ndarray:
+def run_int(cfg: AccumulatorConfig, a, b, c, scales=None, memo: dict | None = None
+            ) -> np.ndarray:
     """The integer engine; scales = (scale_a, scale_b), each (n, k/scale_block), with block
-    scaling (cfg.scale_format)."""
+    scaling (cfg.scale_format).  ``memo``: as engine_float.block_products's, for the
+    products of fused and FDRDA blocks without scales."""
     if cfg.algorithm in ("sfma", "gps"):
         fout = get_format(cfg.out_format)
         d = _sfma(cfg, a, b, c) if cfg.algorithm == "sfma" else _gps(cfg, a, b, c)
@@ -381,15 +389,27 @@ def run_int(cfg: AccumulatorConfig, a, b, c, scales=None) -> np.ndarray:
     n = cfg.nfma
     late = cfg.algorithm == "fused" and cfg.c_placement == "late"
     acc, acc_fmt = (np.zeros_like(c), fout) if late else (c, fc)
+    prods = None
     if scales is not None:  # one column per product (interleave is 'none' with scales)
         scales = tuple(np.repeat(x, cfg.scale_block, axis=1) for x in scales)
+    else:  # products are elementwise: every block's at once, shared through the memo
+        key = ("int", str(int_dtype(cfg))) + int_product_key(cfg)
+        if memo is not None and memo.get("key") == key:
+            prods = memo["products"]
+        else:
+            prods = _products(cfg, fin, a, b, int_dtype(cfg))
+            if memo is not None:
+                memo.clear()
+                memo.update(key=key, products=prods)
     for blk in range(cfg.k // n):
         sl = slice(blk * n, (blk + 1) * n)
+        blk_prods = None if prods is None else tuple(x[:, sl] for x in prods)
         if cfg.algorithm == "fdrda":
-            acc = _fdrda_block(cfg, fin, a[:, sl], b[:, sl], acc)
+            acc = _fdrda_block(cfg, fin, a[:, sl], b[:, sl], acc, blk_prods)
         else:
             acc = _fused_block(cfg, fin, fout, acc_fmt, a[:, sl], b[:, sl], acc, blk == 0,
-                               None if scales is None else (scales[0][:, sl], scales[1][:, sl]))
+                               None if scales is None else (scales[0][:, sl], scales[1][:, sl]),
+                               blk_prods)
         acc_fmt = fout
     return _late_c(cfg, fout, fc, acc, c) if late else acc
 
@@ -410,10 +430,11 @@ def _late_c(cfg, fout, fc, acc, c) -> np.ndarray:
     return np.where(d == np.uint64(fout.nan_bits()), np.uint64(_nan_bits(cfg, fout)), d)
 
 
-def _fused_block(cfg, fin, fout, acc_fmt, a, b, acc, first, scales=None) -> np.ndarray:
+def _fused_block(cfg, fin, fout, acc_fmt, a, b, acc, first, scales=None, prods=None
+                 ) -> np.ndarray:
     dt = int_dtype(cfg)
     flush_c = ("inputs" if first else "sums") in cfg.flush
-    pspec, psign, psig, plsb, pexp = _products(cfg, fin, a, b, dt, scales)
+    pspec, psign, psig, plsb, pexp = prods or _products(cfg, fin, a, b, dt, scales)
     cspec, csign, csig, cexp = _decode(acc_fmt, acc, flush_c)
     nan, inf, inf_neg = _special_rows(pspec, psign, cspec, csign)
     csig = np.where(cspec != 0, 0, csig).astype(dt)
@@ -437,11 +458,11 @@ def _apply_specials(cfg, fout, d, nan, inf, inf_neg):
     return np.where(nan, np.uint64(_nan_bits(cfg, fout)), d)
 
 
-def _fdrda_block(cfg, fin, a, b, acc) -> np.ndarray:
+def _fdrda_block(cfg, fin, a, b, acc, prods=None) -> np.ndarray:
     """CDNA3 FDRDA / GFDRDA ([XWYY25], Sec. IV-F and IV-H; reference._fdrda_block)."""
     dt = int_dtype(cfg)
     F = cfg.frac_bits
-    pspec, psign, psig, plsb, pexp = _products(cfg, fin, a, b, dt)
+    pspec, psign, psig, plsb, pexp = prods or _products(cfg, fin, a, b, dt)
     cspec, csign, csig, cexp = _decode(_B32, acc, "inputs" in cfg.flush)
     nan, inf, inf_neg = _special_rows(pspec, psign, cspec, csign)
     csig = np.where(cspec != 0, 0, csig).astype(dt)

@@ -16,9 +16,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from .accumulator import evaluate
+from .accumulator import evaluate, products_key
 from .config import AccumulatorConfig
-from .engine_float import product_key
 
 _MIX1 = np.uint64(0x9E3779B97F4A7C15)
 _MIX2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -65,7 +64,7 @@ def _outputs_block(job: tuple, progress: Callable[[str], None] | None = None) ->
     configs, a, b, c = job
     out = np.empty((len(configs), a.shape[0]), dtype=np.uint64)
     memo: dict = {}
-    order = sorted(range(len(configs)), key=lambda i: product_key(configs[i]))
+    order = sorted(range(len(configs)), key=lambda i: products_key(configs[i]))
     for n, i in enumerate(order):
         if progress and n and n % 500 == 0:
             progress(f"evaluated {n}/{len(configs)} configurations on {a.shape[0]} rows")
