@@ -1314,12 +1314,12 @@ def proven_classes(configs: list[AccumulatorConfig]) -> np.ndarray:
     """Labels (0..m-1, in order of first appearance) of the classes of configurations these
     rules prove to give the same output on every input.
 
-    Two configurations that differ in one checked feature are joined when the second's
-    value is not among the first's :func:`alternatives` (or only in product_overflow, where
-    no product reaches 2^128); classes are the transitive closure
-    (equality of outputs is transitive).  Configurations the rules cannot join stay apart,
-    so a class never holds two units that some input tells apart, while two classes may
-    still hold units no input tells apart.
+    Two configurations of plain rows (one input format, no scale factors) that differ in
+    one checked feature are joined when the second's value is not among the first's
+    :func:`alternatives` (or only in product_overflow, where no product reaches 2^128);
+    classes are the transitive closure (equality of outputs is transitive).  Configurations
+    the rules cannot join stay apart, so a class never holds two units that some input
+    tells apart, while two classes may still hold units no input tells apart.
 
     >>> from mmaprobe.models.config import AccumulatorConfig
     >>> late = AccumulatorConfig(in_format="e2m1", k=8, nfma=4, c_placement="late")
@@ -1338,7 +1338,10 @@ def proven_classes(configs: list[AccumulatorConfig]) -> np.ndarray:
     for feature in CHECKED_FEATURES + ("product_overflow",):
         groups: dict[tuple, list[int]] = {}
         for i, cfg in enumerate(configs):
-            groups.setdefault(_without(cfg, feature), []).append(i)
+            # plain rows only: for block scaling (GDFS uses F, its alignment and carry bits)
+            # an empty alternatives() means "not checked", not "the same"
+            if cfg.operands == (cfg.in_format, None, None):
+                groups.setdefault(_without(cfg, feature), []).append(i)
         for members in groups.values():
             if len(members) < 2:
                 continue

@@ -32,6 +32,7 @@ from mmaprobe.models.config import (
 from mmaprobe.models.errors import InputError, MmaprobeError
 from mmaprobe.models.features import FEATURES, expression_bindings, feature_value
 from mmaprobe.models.formats import ROUNDING_MODES, get_format
+from mmaprobe.models.observable import proven_classes
 from mmaprobe.models.partition import outputs_matrix
 from mmaprobe.models.presets import presets_with
 from mmaprobe.models.space import CandidateSpace
@@ -244,7 +245,11 @@ def infer(suite: Suite, observed: Observed, space: CandidateSpace,
     d = observed.d
     if progress:
         progress(f"infer: evaluating {len(cfgs)} candidates on {suite.size} vectors")
-    O = outputs_matrix(cfgs, suite.a, suite.b, suite.c, progress, jobs)
+    # one configuration per class proven to give the same outputs (observable.py)
+    proven = proven_classes(cfgs)
+    reps = np.unique(proven, return_index=True)[1]
+    O = outputs_matrix([cfgs[i] for i in reps], suite.a, suite.b, suite.c, progress,
+                       jobs)[proven]
     mism = (O != d[None, :])
     counts = mism.sum(1)
     consistent = [int(i) for i in np.flatnonzero(counts == 0)]

@@ -207,6 +207,50 @@ def _one_product(cfg: AccumulatorConfig, a0, b0, c) -> Fraction:
     return b32.to_fraction(int(evaluate(cfg, a, b, cc)[0]))
 
 
+def _row(cfg: AccumulatorConfig, products) -> Fraction:
+    """The model's output on products (a_i, b_i) with c = 0, as a value."""
+    from mmaprobe.models.accumulator import evaluate
+    from mmaprobe.models.formats import get_format
+
+    fin, fout = get_format(cfg.in_format), get_format(cfg.out_format)
+    a = np.zeros((1, cfg.k), dtype=np.uint64)
+    b = np.zeros((1, cfg.k), dtype=np.uint64)
+    for i, (x, y) in enumerate(products):
+        a[0, i], b[0, i] = fin.exact_bits(Fraction(x)), fin.exact_bits(Fraction(y))
+    d = evaluate(cfg, a, b, np.zeros(1, dtype=np.uint64))
+    return fout.to_fraction(int(d[0]))
+
+
+def test_sticky_blocks_with_c_late_cancelled_above_the_accumulator() -> None:
+    # e4m3 into 13 output fraction bits, c late, two-term blocks with a sticky bit: once a
+    # known gap whose reason guessed F = 16 gives the same unit as F >= 17.  It does not.
+    # Blocks 1-2 build A = -(2^-3 - 2^-16); block 3 adds 2^8 * 2^-9 = 2^-1, which a
+    # denormalised unit aligns at 2^(8 - 6) = 2^2.  At F = 16 (q = 2^-14) A's last bit is
+    # below q/2 and the sticky half 2^-15 replaces it: 2^-1 - 2^-3 + 2^-15, one ulp above the
+    # exact 2^-1 - 2^-3 + 2^-16 (a midpoint rz and rne take down).  From F = 17 it is exact.
+    cut = [(-2**-6, 2**3), (2**-9, 2**-7), (2**8, 2**-9)]
+    top, ulp = Fraction(3, 8), Fraction(1, 2**15)
+    for fr in ("rz", "rne"):
+        assert _row(_e4m3_sticky(-7, c_placement="late", final_rounding=fr), cut) == top + ulp
+        for neab in (-6, 0, 3):
+            assert _row(_e4m3_sticky(neab, c_placement="late", final_rounding=fr), cut) == top
+    # under rne F = 17 differs from F >= 18 on A = -5 * 2^-18 beside 2^-1: below the quantum
+    # 2^-15 at F = 17, A leaves the sticky half 2^-16, and 2^-1 - 2^-16 is a tie whose even
+    # neighbour is 2^-1; exactly, 2^-1 - 5 * 2^-18 rounds to 2^-1 - 2^-15
+    mid = [(-5 * 2**-9, 2**-9), (2**8, 2**-9)]
+    rne = {neab: _row(_e4m3_sticky(neab, c_placement="late", final_rounding="rne"), mid)
+           for neab in (-7, -6, -5, 0)}
+    assert rne == {-7: Fraction(1, 2) - ulp, -6: Fraction(1, 2), -5: Fraction(1, 2) - ulp,
+                   0: Fraction(1, 2) - ulp}
+    # neab-2t-sticky-late-cancel(-rne) decide neab on every such unit, down to F = 15
+    cfgs = [_e4m3_sticky(neab, c_placement="late", final_rounding=fr)
+            for neab in (-8, -7, -6, -5, 0, 3) for fr in ("rz", "rd", "rne")]
+    rep = run_check(LIBRARY, [CandidateSpace("t", "<t>", cfgs)])  # without the gaps
+    assert not [r.probe.id for r in rep.results if r.wrong or r.errors]
+    (cov,) = [c for c in rep.coverage if c.feature == "neab"]
+    assert cov.observable == cov.decided == len(cfgs)
+
+
 def test_sticky_blocks_with_c_wider_than_the_output() -> None:
     # e4m3 into binary32 with 13 output fraction bits and a sticky bit (once a known gap:
     # the probes read F through the output, which these blocks round correctly from F = 21).
