@@ -399,6 +399,8 @@ def run_int(cfg: AccumulatorConfig, a, b, c, scales=None, memo: dict | None = No
         else:
             prods = _products(cfg, fin, a, b, int_dtype(cfg))
             if memo is not None:
+                for x in prods:
+                    x.flags.writeable = False  # shared by the configurations of one memo
                 memo.clear()
                 memo.update(key=key, products=prods)
     for blk in range(cfg.k // n):

@@ -61,6 +61,7 @@ import numpy as np
 from .config import (
     ALGORITHMS,
     ALIGN_ROUNDINGS,
+    FLUSH_STAGES,
     INTERLEAVES,
     NAN_STYLES,
     NORMALISATIONS,
@@ -452,6 +453,8 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
     bits), 'keep'/'flush' for the subnormal stages.
     """
     alg = cfg.algorithm
+    if cfg.scale_format is not None:
+        return _scaled_alternatives(cfg, feature)
     if feature == "neab":
         if alg not in ("fused", "fdrda"):
             return ()
@@ -566,6 +569,30 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
     if feature == "algorithm":
         return tuple(v for v in ALGORITHMS if v != alg and _valid(cfg, algorithm=v))
     raise KeyError(f"no observability rule for feature {feature!r}")
+
+
+def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
+    """Block scaling ([XWYY25] Sec. IV-C/E): scale factors move every product by a power of
+    two, which the bounds above do not follow, so no equivalence is claimed; every other
+    value of the feature that gives a valid configuration counts, save the normalisation of
+    GDFS, whose groups align on their scale factors' exponents (engine_int._gdfs)."""
+    if feature == "algorithm":
+        return tuple(v for v in ALGORITHMS if v != cfg.algorithm
+                     and _valid(cfg, algorithm=v))
+    if feature == "product_normalisation" and cfg.algorithm == "gdfs":
+        return ()
+    if feature in _FLUSH_OF:
+        stage = _FLUSH_OF[feature]
+        other = tuple(x for x in FLUSH_STAGES if (x in cfg.flush) != (x == stage))
+        return ("keep" if stage in cfg.flush else "flush",) if _valid(cfg, flush=other) \
+            else ()
+    domain = {"neab": NEAB_VALUES, "carry_bits": CARRY_VALUES,
+              "nfma": tuple(d for d in range(1, cfg.k + 1) if cfg.k % d == 0),
+              "align_rounding": ALIGN_ROUNDINGS, "final_rounding": ROUNDING_MODES,
+              "product_normalisation": NORMALISATIONS, "c_placement": PLACEMENTS,
+              "interleave": INTERLEAVES, "nan": NAN_STYLES}[feature]
+    return tuple(v for v in domain if v != getattr(cfg, feature)
+                 and _valid(cfg, **{feature: v}))
 
 
 def _generates_subnormal(cfg: AccumulatorConfig) -> bool:

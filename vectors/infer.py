@@ -236,7 +236,8 @@ def infer(suite: Suite, observed: Observed, space: CandidateSpace,
           progress: Progress = None, jobs: int = 1) -> Inference:
     """Which configurations of ``space`` explain the observed outputs of ``suite``.
 
-    Every candidate is evaluated on the whole suite; the consistent ones match every
+    Every candidate is evaluated on the whole suite (the model runs once per class of
+    candidates that models/observable.py proves equivalent); the consistent ones match every
     output.  The result says which features they agree on (and which probe or vector
     decided each), which presets match, and, when none is consistent, the closest
     candidates and the single-feature changes that explain the mismatching vectors.
