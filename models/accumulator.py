@@ -64,11 +64,10 @@ def evaluate(cfg: AccumulatorConfig, a, b, c, scale_a=None, scale_b=None,
 def products_key(cfg: AccumulatorConfig) -> tuple:
     """Configurations with one key compute the same products from the same rows: evaluating
     them one after another with one memo computes those products once."""
-    run = _engine(cfg)
-    if run is run_float:
-        return ("float",) + product_key(cfg)
+    if _engine(cfg) is run_float:
+        return product_key(cfg)
     if cfg.algorithm in ("fused", "fdrda") and cfg.scale_format is None:
-        return ("int", str(int_dtype(cfg))) + int_product_key(cfg)
+        return int_product_key(cfg)
     return ("other",)
 
 

@@ -69,8 +69,8 @@ def _float_bits(fmt: Format, v) -> np.ndarray:
 
 def product_key(cfg: AccumulatorConfig) -> tuple:
     """What the blocks' products depend on besides the rows (see :func:`block_products`)."""
-    return (cfg.in_format, cfg.b_fmt, "inputs" in cfg.flush, cfg.interleave == "pairs",
-            cfg.nfma, cfg.product_normalisation)
+    return ("float", cfg.in_format, cfg.b_fmt, "inputs" in cfg.flush,
+            cfg.interleave == "pairs", cfg.nfma, cfg.product_normalisation)
 
 
 def block_products(cfg: AccumulatorConfig, a, b, memo: dict | None = None) -> list[tuple]:

@@ -142,9 +142,11 @@ def _decode(fmt: Format, bits, flush: bool):
 
 
 def int_product_key(cfg: AccumulatorConfig) -> tuple:
-    """The fields _products reads (with the block order, which sets the columns)."""
-    return (cfg.in_format, cfg.b_fmt, "inputs" in cfg.flush, "products" in cfg.flush,
-            cfg.product_normalisation, cfg.product_overflow, cfg.interleave == "pairs")
+    """The memo key of run_int's products: the fields _products reads, the block order
+    (which sets the columns) and the integer type."""
+    return ("int", str(int_dtype(cfg)), cfg.in_format, cfg.b_fmt, "inputs" in cfg.flush,
+            "products" in cfg.flush, cfg.product_normalisation, cfg.product_overflow,
+            cfg.interleave == "pairs")
 
 
 def _products(cfg: AccumulatorConfig, fin: Format, a, b, dt, scales=None):
@@ -393,7 +395,7 @@ def run_int(cfg: AccumulatorConfig, a, b, c, scales=None, memo: dict | None = No
     if scales is not None:  # one column per product (interleave is 'none' with scales)
         scales = tuple(np.repeat(x, cfg.scale_block, axis=1) for x in scales)
     else:  # products are elementwise: every block's at once, shared through the memo
-        key = ("int", str(int_dtype(cfg))) + int_product_key(cfg)
+        key = int_product_key(cfg)
         if memo is not None and memo.get("key") == key:
             prods = memo["products"]
         else:

@@ -1321,7 +1321,6 @@ def observable(cfg: AccumulatorConfig, feature: str) -> bool:
     return bool(alternatives(cfg, feature))
 
 
-
 def product_overflow_observable(cfg: AccumulatorConfig) -> bool:
     """Whether a product can reach 2^128, product_overflow's only effect: |a b| is below
     2^(emax_a + 1) 2^(emax_b + 1) (block scaling may scale it further)."""
@@ -1365,8 +1364,8 @@ def proven_classes(configs: list[AccumulatorConfig]) -> np.ndarray:
     for feature in CHECKED_FEATURES + ("product_overflow",):
         groups: dict[tuple, list[int]] = {}
         for i, cfg in enumerate(configs):
-            # plain rows only: for block scaling (GDFS uses F, its alignment and carry bits)
-            # an empty alternatives() means "not checked", not "the same"
+            # plain rows only: the rules' equivalences are tested on them
+            # (tests/models/test_observable.py); under block scaling they claim none anyway
             if cfg.operands == (cfg.in_format, None, None):
                 groups.setdefault(_without(cfg, feature), []).append(i)
         for members in groups.values():

@@ -195,30 +195,22 @@ def _e4m3_sticky(neab: int, **kw) -> AccumulatorConfig:
                              out_frac_bits=13, **kw)
 
 
-def _one_product(cfg: AccumulatorConfig, a0, b0, c) -> Fraction:
+def _row(cfg: AccumulatorConfig, products, c=0) -> Fraction:
+    """The model's output on products (a_i, b_i) and c, as a value."""
     from mmaprobe.models.accumulator import evaluate
     from mmaprobe.models.formats import get_format
 
-    e4m3, b32 = get_format("e4m3"), get_format("binary32")
-    a = np.zeros((1, 16), dtype=np.uint64)
-    b = np.zeros((1, 16), dtype=np.uint64)
-    a[0, 0], b[0, 0] = e4m3.exact_bits(Fraction(a0)), e4m3.exact_bits(Fraction(b0))
-    cc = np.array([b32.exact_bits(Fraction(c))], dtype=np.uint64)
-    return b32.to_fraction(int(evaluate(cfg, a, b, cc)[0]))
-
-
-def _row(cfg: AccumulatorConfig, products) -> Fraction:
-    """The model's output on products (a_i, b_i) with c = 0, as a value."""
-    from mmaprobe.models.accumulator import evaluate
-    from mmaprobe.models.formats import get_format
-
-    fin, fout = get_format(cfg.in_format), get_format(cfg.out_format)
+    fin, fc, fout = (get_format(n) for n in (cfg.in_format, cfg.c_format, cfg.out_format))
     a = np.zeros((1, cfg.k), dtype=np.uint64)
     b = np.zeros((1, cfg.k), dtype=np.uint64)
     for i, (x, y) in enumerate(products):
         a[0, i], b[0, i] = fin.exact_bits(Fraction(x)), fin.exact_bits(Fraction(y))
-    d = evaluate(cfg, a, b, np.zeros(1, dtype=np.uint64))
-    return fout.to_fraction(int(d[0]))
+    cc = np.array([fc.exact_bits(Fraction(c))], dtype=np.uint64)
+    return fout.to_fraction(int(evaluate(cfg, a, b, cc)[0]))
+
+
+def _one_product(cfg: AccumulatorConfig, a0, b0, c) -> Fraction:
+    return _row(cfg, [(a0, b0)], c)
 
 
 def test_sticky_blocks_with_c_late_cancelled_above_the_accumulator() -> None:
