@@ -30,6 +30,7 @@ from mmaprobe.models.space import CandidateSpace
 
 from .decide import Outcome, decide
 from .gaps import Gap
+from .port import carriers, port_instance, unit_scales
 from .probe import Instance, InstantiationError, Probe
 
 MAX_COUNTEREXAMPLES = 3
@@ -164,9 +165,13 @@ class Coverage:
                 "undecided_examples": self.examples}
 
 
-def _instances(p: Probe, cfg: AccumulatorConfig, caches: dict) -> Instance | None:
-    """The instance of p for cfg, or None when p does not apply (memoised)."""
-    fkey = (p.id, cfg.in_format, cfg.c_format, cfg.out_format, cfg.k)
+def _instances(p: Probe, cfg: AccumulatorConfig, caches: dict,
+               carrier: str | None = None) -> Instance | None:
+    """The instance of p for cfg, or None when p does not apply (memoised); ``carrier``:
+    the input format it is instantiated for (cfg's a format by default), its rows then
+    written in cfg's a and b formats (probes/port.py)."""
+    carrier = carrier or cfg.in_format
+    fkey = (p.id, carrier, cfg.c_format, cfg.out_format, cfg.k)
     fmt_cache, app_cache, inst_cache, errors = (caches["fmt"], caches["app"], caches["inst"],
                                                 caches["errors"])
     ok = fmt_cache.get(fkey)
@@ -194,14 +199,19 @@ def _instances(p: Probe, cfg: AccumulatorConfig, caches: dict) -> Instance | Non
     inst = inst_cache.get(ikey)
     if inst is None:
         try:
-            inst = p.instantiate(cfg.in_format, cfg.c_format, cfg.out_format, cfg.k, decided)
+            inst = p.instantiate(carrier, cfg.c_format, cfg.out_format, cfg.k, decided)
         except InstantiationError as e:
             # a probe that claims to apply but cannot build its vectors is a failure of
             # the probe, reported as such (never a crash of the whole check)
             errors[ikey] = str(e)
             return None
         inst_cache[ikey] = inst
-    return inst
+    if (carrier, carrier) == (cfg.in_format, cfg.b_fmt):
+        return inst
+    pkey = ikey + (cfg.in_format, cfg.b_fmt)
+    if pkey not in caches["port"]:
+        caches["port"][pkey] = port_instance(inst, carrier, cfg.in_format, cfg.b_fmt)
+    return caches["port"][pkey]
 
 
 def _values_of(indices: list[int]) -> Callable[[tuple], Any]:
@@ -267,7 +277,8 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
     if coverage is None:
         have = {p.feature for p in probes}
         coverage = tuple(f for f in CHECKED_FEATURES if f in have)
-    caches: dict[str, dict] = {"fmt": {}, "app": {}, "inst": {}, "errors": {}, "names": {}}
+    caches: dict[str, dict] = {"fmt": {}, "app": {}, "inst": {}, "errors": {}, "names": {},
+                               "port": {}}
     batch_cache: dict[tuple, Any] = {}
     dec_cache: dict[tuple, Outcome] = {}
     total_rows = calls = nconf = 0
@@ -300,23 +311,24 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
                 progress(f"space {space.id} ({si + 1}/{len(spaces)}): configuration "
                          f"{ci}/{len(space.configs)}")
             todo: list[tuple[Probe, Instance]] = []
-            # probes speak one input format and rows of K values: configurations with b in a
-            # format of its own or with scale factors get no probe yet, and their observable
-            # features count as undecided below (silence is a failure, not a pass)
-            if cfg.operands == (cfg.in_format, None, None):
-                shape = (cfg.in_format, cfg.c_format, cfg.out_format, cfg.k)
-                fv = tuple(feature_value(cfg, n) for n in all_names)
+            # probes speak one input format: on a unit whose b has a format of its own they
+            # are instantiated for a's format, else for b's, and written again per side
+            # (probes/port.py); a probe applies at most once
+            fv = tuple(feature_value(cfg, n) for n in all_names)
+            for carrier in carriers(cfg):
+                shape = (carrier, cfg.c_format, cfg.out_format, cfg.k)
+                have = {p.id for p, _ in todo}
                 for gi, (values, ps) in enumerate(groups):
-                    gkey = (gi, shape, values(fv))
+                    gkey = (gi, shape, cfg.in_format, cfg.b_fmt, values(fv))
                     found = group_cache.get(gkey)
                     if found is None:
                         found = group_cache[gkey] = [
                             (p, inst) for p in ps
-                            if (inst := _instances(p, cfg, caches)) is not None]
-                    todo.extend(found)
+                            if (inst := _instances(p, cfg, caches, carrier)) is not None]
+                    todo.extend(x for x in found if x[0].id not in have)
                 for p in per_config:
-                    inst = _instances(p, cfg, caches)
-                    if inst is not None:
+                    inst = _instances(p, cfg, caches, carrier)
+                    if inst is not None and p.id not in have:
                         todo.append((p, inst))
             outcomes: dict[str, list[tuple[Outcome, Any]]] = {}
             if todo:
@@ -325,7 +337,8 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
                 if batch is None:
                     batch = batch_cache[bkey] = _batch(todo)
                 a_arr, b_arr, c_arr, maps = batch
-                out = evaluate(cfg, a_arr, b_arr, c_arr)
+                # a block-scaled unit's rows carry scale factors of 1 (probes/port.py)
+                out = evaluate(cfg, a_arr, b_arr, c_arr, *unit_scales(cfg, len(c_arr)) or ())
                 calls += 1
                 total_rows += len(c_arr)
                 fout = get_format(cfg.out_format)

@@ -183,7 +183,10 @@ def probe_decisions(suite: Suite, d: np.ndarray, truth: AccumulatorConfig | None
         elif bnd or p.when:
             continue
         try:
-            inst = p.instantiate(suite.in_format, suite.c_format, suite.out_format, suite.k, bnd)
+            # a probe on a mixed-format suite names the format it was instantiated for
+            # (probes/port.py): the same rows, sweeps and names, whose outputs it decides on
+            inst = p.instantiate(r.get("carrier", suite.in_format), suite.c_format,
+                                 suite.out_format, suite.k, bnd)
         except MmaprobeError:
             continue
         if len(inst.c) != len(r["vectors"]):

@@ -37,6 +37,7 @@ from mmaprobe.models.rows import issm_rows, pool_rows
 from mmaprobe.models.space import CandidateSpace
 from mmaprobe.models.split_search import RowPool, SplitSearch
 from mmaprobe.probes.library import library_files, load_probes
+from mmaprobe.probes.port import carriers, port_instance, unit_scales
 from mmaprobe.probes.probe import InstantiationError
 from mmaprobe.smt.distinguish import pair_solver
 
@@ -112,14 +113,16 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
     exactly these probes on any machine.
     """
     sp = bld.space
-    if sp.configs[0].operands != (sp.in_format, None, None):
-        # probes speak one input format and no scale factors (vectors of K entries)
-        notes.append("probes: not instantiated (b has a format of its own or the rows carry "
-                     "scale factors); the suite relies on random rows and discriminators")
-        return [], {}
+    # b in a format of its own: a probe is instantiated for a's format, else for b's, and
+    # its products written again per side; block-scaled rows carry scale factors of 1
+    # (probes/port.py; the record names the carrier, which infer instantiates again)
+    first = sp.configs[0]
+    fa, fb = first.in_format, first.b_fmt
+    scales = unit_scales(first, 1)
     paths = files if files is not None else [str(p) for p in library_files("library")]
     probes = [p for p in load_probes(paths)
-              if p.applies_to_formats(sp.in_format, sp.c_format, sp.out_format, sp.k)]
+              if any(p.applies_to_formats(x, sp.c_format, sp.out_format, sp.k)
+                     for x in carriers(first))]
     records = []
     documents: dict[str, Any] = {}
     columns: dict[str, list[Any]] = {}  # a feature's value on every configuration, once
@@ -151,8 +154,10 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
                 continue
             key = tuple(sorted(bnd.items()))
             if key not in holds:
-                holds[key] = p.applies_when_holds(sp.in_format, sp.c_format, sp.out_format,
-                                                  sp.k, bnd)
+                holds[key] = any(
+                    p.applies_to_formats(x, sp.c_format, sp.out_format, sp.k)
+                    and p.applies_when_holds(x, sp.c_format, sp.out_format, sp.k, bnd)
+                    for x in carriers(first))
             if holds[key]:
                 bindings.append(bnd)
         if not bindings:
@@ -162,12 +167,8 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
                          f"the space; instantiated the first {max_bindings}")
             bindings = bindings[:max_bindings]
         for bnd in bindings:
-            try:
-                inst = p.instantiate(sp.in_format, sp.c_format, sp.out_format, sp.k, bnd)
-            except InstantiationError as e:
-                # no path of this machine in the suite: the probe file by name only
-                msg = str(e).replace(p.file, Path(p.file).name)
-                notes.append(f"probe {p.id} skipped for {bnd}: {msg}")
+            inst, carrier = _instance(p, sp, bnd, fa, fb, notes)
+            if inst is None:
                 continue
             tag = "" if not bnd else "@" + ",".join(f"{n}={v}" for n, v in sorted(bnd.items()))
             names = {r: (n, None) for n, r in inst.rows.items()}
@@ -184,12 +185,40 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
                     prov["sweep_index"] = idx
                 if bnd:
                     prov["bindings"] = dict(bnd)
-                bld.add(vid, inst.a[r], inst.b[r], inst.c[r], prov)
+                if scales is None:
+                    bld.add(vid, inst.a[r], inst.b[r], inst.c[r], prov)
+                else:
+                    bld.add(vid, [*inst.a[r], *scales[0][0]], [*inst.b[r], *scales[1][0]],
+                            inst.c[r], prov)
                 vids.append(vid)
             documents[p.id] = p.document
-            records.append({"probe": p.id, "digest": p.digest, "feature": p.feature,
-                            "bindings": dict(bnd), "vectors": vids})
+            rec = {"probe": p.id, "digest": p.digest, "feature": p.feature,
+                   "bindings": dict(bnd), "vectors": vids}
+            if carrier != sp.in_format:
+                rec["carrier"] = carrier
+            records.append(rec)
     return records, documents
+
+
+def _instance(p: Any, sp: CandidateSpace, bnd: dict[str, int], fa: str, fb: str,
+              notes: list[str]) -> tuple[Any, str]:
+    """The instance of p with bindings bnd, its rows in a's and b's formats, and the
+    carrier format it was instantiated for; (None, "") when no carrier gives one."""
+    for carrier in dict.fromkeys((fa, fb)):
+        if not (p.applies_to_formats(carrier, sp.c_format, sp.out_format, sp.k)
+                and p.applies_when_holds(carrier, sp.c_format, sp.out_format, sp.k, bnd)):
+            continue
+        try:
+            inst = p.instantiate(carrier, sp.c_format, sp.out_format, sp.k, bnd)
+        except InstantiationError as e:
+            # no path of this machine in the suite: the probe file by name only
+            msg = str(e).replace(p.file, Path(p.file).name)
+            notes.append(f"probe {p.id} skipped for {bnd}: {msg}")
+            continue
+        ported = port_instance(inst, carrier, fa, fb)
+        if ported is not None:
+            return ported, carrier
+    return None, ""
 
 
 # -- discriminators -----------------------------------------------------------------------------

@@ -24,7 +24,11 @@ from mmaprobe.probes.gaps import load_gaps
 from mmaprobe.probes.library import library_files, load_probes
 
 ALL_IN = ["binary64", "binary32", "tf32", "bfloat16", "binary16", "e4m3", "e5m2", "e4m3fnuz",
-          "e5m2fnuz", "e2m3", "e3m2", "e2m1"]
+          "e5m2fnuz", "e2m3", "e3m2", "e2m1",
+          # a x b in formats of their own (the probes ported product by product,
+          # probes/port.py): Hopper/Ada fp8, MI300X fp8 x bf8, Blackwell f8f6f4, fp16 x bf16
+          "e4m3xe5m2", "e5m2xe4m3", "e4m3fnuzxe5m2fnuz", "e2m1xe3m2", "e3m2xe4m3",
+          "e2m3xe2m1", "binary16xbfloat16"]
 ALL_OUT = ["binary64", "binary32", "binary16", "bfloat16"]
 ALL_K = [2, 4, 8, 16, 32, 64]
 ALGORITHMS = ["fused", "sfma", "gps", "fdrda"]
@@ -32,11 +36,15 @@ BASELINE = Path(__file__).with_name("matrix_baseline.json")
 
 
 def matrix_spaces(fin: str) -> list[CandidateSpace]:
-    """The matrix template instantiated for one input format, every output format and K."""
+    """The matrix template instantiated for one input format ("AxB": a in A, b in B), every
+    output format and K."""
+    fa, _, fb = fin.partition("x")
+    operands = (fb, None, None) if fb else None
     spaces = []
     for fout in ALL_OUT:
         for k in ALL_K:
-            (sp,) = load_spaces([SPACES_DIR / "matrix.yaml"], (fin, fout, fout, k))
+            (sp,) = load_spaces([SPACES_DIR / "matrix.yaml"], (fa, fout, fout, k),
+                                operands=operands)
             sp.id = f"matrix-{fin}-{fout}-k{k}"
             spaces.append(sp)
     return spaces

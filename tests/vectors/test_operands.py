@@ -168,3 +168,35 @@ def test_distinguish_block_scaled_configurations():
     d = distinguish(x, x.replace(neab=1), timeout=30)
     assert d.status == "distinct"
     assert len(d.vector.a) == x.row_width  # the scale factors, packed after a's values
+
+
+@pytest.mark.parametrize("preset", ["h100-e4m3xe5m2-fp32", "b200-e4m3xe2m1-fp32-ue8m0-b32"])
+def test_probes_on_mixed_and_scaled_suites(tmp_path, capsys, preset):
+    # the library's probes reach a suite whose b has a format of its own, or whose rows
+    # carry scale factors (probes/port.py: products written again per side, unit scales);
+    # infer instantiates each record again for the format it names and decides with it
+    cfg = get_preset(preset).config
+    space = tmp_path / "space.yaml"
+    space.write_text(f"id: mixed\nformats: {{in: {cfg.in_format}, c: {cfg.c_format}, out: "
+                     f"{cfg.out_format}}}\nk: {cfg.k}\nfixed: {{nfma: {cfg.nfma}, zero_sign: "
+                     f"{cfg.zero_sign}, out_frac_bits: {cfg.out_frac_bits or 'null'}}}\n"
+                     f"vary: {{neab: [{cfg.neab}, {cfg.neab + 2}, 30], "
+                     f"final_rounding: [rz, rne]}}\n")
+    b_fmt, sf, sb = cfg.operands
+    scale = ["--scale", sf, "--scale-block", str(sb)] if sf else []
+    suite, obs = tmp_path / "s.json", tmp_path / "o.json"
+    assert main(["suite", "--in", cfg.in_format, "--b", b_fmt, *scale, "--out",
+                 cfg.out_format, "--c", cfg.c_format, "--k", str(cfg.k), "--space", str(space),
+                 "--smt-seconds", "0", "--jobs", "1", "-o", str(suite)]) == 0
+    data = json.loads(suite.read_text())
+    recs = data["generator"]["probe_instances"]
+    assert recs and data["generator"]["probe_vectors"] > 0
+    # some probes are carried by b's format (their values lie outside a's)
+    assert any(r.get("carrier") == b_fmt for r in recs)
+    assert main(["run", str(suite), "--preset", preset, "-o", str(obs)]) == 0
+    capsys.readouterr()
+    assert main(["infer", str(suite), str(obs), "--space", str(space), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["consistent"]) == 1, out["consistent"]
+    neab = out["decided"]["neab"]
+    assert neab["value"] == cfg.neab and neab["probes"], neab

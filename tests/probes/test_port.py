@@ -1,0 +1,148 @@
+"""Probes on mixed-format and block-scaled units (probes/port.py).
+
+The port is sound when the unit cannot tell a ported row from the carrier's: the same
+products, the same exponent field sums, the same factors subnormal.  The tests check that
+factor by factor over every pattern of the narrow formats, and then end to end: the model's
+outputs of a mixed unit on ported rows equal those of the carrier's plain unit (the same
+configuration with b in a's format) on the rows as written, for every configuration of a
+neighbourhood.
+"""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from mmaprobe.models.accumulator import evaluate
+from mmaprobe.models.config import AccumulatorConfig
+from mmaprobe.models.features import expression_bindings
+from mmaprobe.models.formats import get_format
+from mmaprobe.models.space import neighbourhood
+from mmaprobe.probes.library import library_files, load_probes
+from mmaprobe.probes.port import carriers, port_factor, port_instance, port_product, unit_scales
+
+NARROW = ("e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "e2m3", "e3m2", "e2m1")
+
+
+def _shape(fmt, bits):
+    """What the unit sees of a factor: class, sign, value, exponent field, subnormal."""
+    cls, sign, sig, exp = fmt.decode(bits)
+    if cls == "nan":
+        return (cls,)  # an FNUZ NaN's sign bit is its pattern, not a sign
+    if cls in ("inf", "zero"):
+        return cls, sign
+    return cls, sign, fmt.to_fraction(bits), exp, sig < (1 << fmt.t)
+
+
+@pytest.mark.parametrize("fx,fy", list(itertools.permutations(NARROW, 2)))
+def test_port_factor_keeps_what_the_unit_sees(fx, fy):
+    x, y = get_format(fx), get_format(fy)
+    ported = 0
+    for bits in x.all_patterns():
+        out = port_factor(bits, fx, fy)
+        if out is None:
+            continue
+        ported += 1
+        assert _shape(y, out) == _shape(x, bits), (fx, fy, hex(bits), hex(out))
+    assert ported > 0
+
+
+def test_port_factor_refuses_what_would_change():
+    # 2^-9 is an e4m3 subnormal but a normal e5m2 number; e2m1's 1/2 is subnormal
+    # (emin 0) but normal in e3m2; -0 has no FNUZ pattern; a NaN payload has no twin
+    assert port_factor(0x01, "e4m3", "e5m2") is None
+    assert port_factor(0x1, "e2m1", "e3m2") is None
+    assert port_factor(0x80, "e4m3", "e5m2fnuz") is None
+    assert port_factor(0x7f, "e4m3", "e5m2") == get_format("e5m2").nan_bits()
+
+
+def test_port_product_keeps_product_and_exponent_sum():
+    rng = np.random.default_rng(7)
+    for carrier, fa, fb in (("e4m3", "e4m3", "e5m2"), ("e5m2", "e4m3", "e5m2"),
+                            ("binary16", "binary16", "bfloat16"),
+                            ("bfloat16", "binary16", "bfloat16"), ("e3m2", "e2m1", "e3m2")):
+        x, a, b = get_format(carrier), get_format(fa), get_format(fb)
+        for xa, xb in rng.integers(0, 1 << x.bits, size=(3000, 2)):
+            pair = port_product(int(xa), int(xb), carrier, fa, fb)
+            if pair is None:
+                continue
+            sa, sb = _shape(x, int(xa)), _shape(x, int(xb))
+            ya, yb = _shape(a, pair[0]), _shape(b, pair[1])
+            if sa[0] != "finite" or sb[0] != "finite":
+                assert sorted([ya, yb], key=str) == sorted([sa, sb], key=str)
+                continue
+            assert ya[2] * yb[2] == sa[2] * sb[2]                 # the product
+            assert ya[3] + yb[3] == sa[3] + sb[3]                 # its exponent field sum
+            assert sorted([ya[4], yb[4]]) == sorted([sa[4], sb[4]])  # subnormal factors
+    # two normal factors trade a power of two: 2^-63 * 2^-63 (bfloat16) is 2^-14 * 2^-112
+    # in binary16 x bfloat16, which also swaps them
+    ya, yb = port_product(0x2000, 0x2000, "bfloat16", "binary16", "bfloat16")
+    assert (get_format("binary16").to_fraction(ya), get_format("bfloat16").to_fraction(yb)) \
+        == (Fraction(1, 2 ** 14), Fraction(1, 2 ** 112))
+
+
+def _portable_rows(carrier, fa, fb, k, n, rng):
+    """n rows of the carrier format whose every product ports, and the ported rows."""
+    x = get_format(carrier)
+    pool = []
+    while len(pool) < 4000:
+        xa, xb = (int(v) for v in rng.integers(0, 1 << x.bits, size=2))
+        pair = port_product(xa, xb, carrier, fa, fb)
+        if pair is not None:
+            pool.append((xa, xb, *pair))
+    pick = np.array(pool, dtype=np.uint64)[rng.integers(0, len(pool), size=(n, k))]
+    return pick[..., 0], pick[..., 1], pick[..., 2], pick[..., 3]
+
+
+def _same_outputs(fa, fb, fout, k, step, rng):
+    fc = get_format(fout)
+    space = neighbourhood(fa, fout, fout, k, operands=(fb, None, None))
+    for carrier in carriers(space.configs[0]):
+        a, b, pa, pb = _portable_rows(carrier, fa, fb, k, 600, rng)
+        c = rng.integers(0, 1 << fc.bits, size=600).astype(np.uint64)
+        for cfg in space.configs[::step]:
+            plain = cfg.replace(in_format=carrier, b_format=None)
+            want, got = evaluate(plain, a, b, c), evaluate(cfg, pa, pb, c)
+            assert (want == got).all(), (cfg.describe(), carrier)
+
+
+@pytest.mark.parametrize("fa,fb,fout,k", [("e4m3", "e5m2", "binary32", 16),
+                                          ("binary16", "bfloat16", "binary32", 8),
+                                          ("e2m1", "e3m2", "binary16", 8)])
+def test_ported_rows_give_the_carrier_units_outputs(fa, fb, fout, k):
+    _same_outputs(fa, fb, fout, k, 17, np.random.default_rng(3))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fa,fb,fout,k", [("e4m3", "e5m2", "binary32", 16),
+                                          ("e5m2", "e4m3", "binary16", 32),
+                                          ("binary16", "bfloat16", "binary32", 8),
+                                          ("e2m1", "e3m2", "binary32", 8),
+                                          ("e3m2", "e4m3", "binary16", 8),
+                                          ("e4m3fnuz", "e5m2fnuz", "binary32", 16)])
+def test_ported_rows_give_the_carrier_units_outputs_everywhere(fa, fb, fout, k):
+    _same_outputs(fa, fb, fout, k, 1, np.random.default_rng(5))
+
+
+def test_port_instance_and_unit_scales():
+    probes = {p.id: p for p in load_probes(library_files())}
+    walk = probes["nfma-walk"]
+    cfg = AccumulatorConfig(in_format="e4m3", b_format="e5m2", k=32, nfma=16, neab=2)
+    inst = walk.instantiate("e4m3", "binary32", "binary32", 32,
+                            expression_bindings(cfg, walk.requires))
+    ported = port_instance(inst, "e4m3", "e4m3", "e5m2")
+    assert ported is not None and ported.rows == inst.rows and ported.sweeps == inst.sweeps
+    fa, fb = get_format("e4m3"), get_format("e5m2")
+    for ra, rb, pa, pb in zip(inst.a, inst.b, ported.a, ported.b):
+        assert [fa.to_fraction(u) * fa.to_fraction(v) for u, v in zip(ra, rb)] == \
+            [fa.to_fraction(u) * fb.to_fraction(v) for u, v in zip(pa, pb)]
+    assert port_instance(inst, "e4m3", "e4m3", "e4m3") is inst
+    cfg = AccumulatorConfig(in_format="e2m1", k=64, algorithm="gdfs", nfma=16, neab=12,
+                            scale_format="ue4m3", scale_block=16)
+    sa, sb = unit_scales(cfg, 3)
+    ue4m3 = get_format("ue4m3")
+    assert sa.shape == (3, 4) and {ue4m3.to_fraction(int(s)) for s in sa.ravel()} == {1}
+    assert unit_scales(AccumulatorConfig(in_format="e4m3", k=32), 3) is None
