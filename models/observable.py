@@ -102,19 +102,20 @@ def _flog2_int(n: int) -> int:
 
 @functools.lru_cache(maxsize=65536)
 def _bounds(cfg: AccumulatorConfig) -> dict[str, Any]:
-    """Grids and magnitude bounds of the values a configuration's blocks see."""
-    fin, fc, fout = (get_format(cfg.in_format), get_format(cfg.c_format),
-                     get_format(cfg.out_format))
+    """Grids and magnitude bounds of the values a configuration's blocks see (a product's
+    factors in a's and b's formats, which differ on mixed-format units)."""
+    fin, fb, fc, fout = (get_format(cfg.in_format), get_format(cfg.b_fmt),
+                         get_format(cfg.c_format), get_format(cfg.out_format))
     c_in_blocks = cfg.algorithm == "fdrda" or cfg.c_placement == "early"
-    g_p = 2 * (fin.emin - fin.t)                       # product grid
+    g_p = (fin.emin - fin.t) + (fb.emin - fb.t)        # product grid
     g_c = fc.emin - fc.t                               # c grid
     grid = min(g_p, g_c) if c_in_blocks else g_p
     # magnitude bound of any product, c and partial sum (exact, as an integer multiple of
     # 2^grid); products' alignment exponent is e_a + e_b (+1 when normalised)
-    pmax = fin.max_sig ** 2 << (2 * (fin.emax - fin.t) - grid)
+    pmax = fin.max_sig * fb.max_sig << ((fin.emax - fin.t) + (fb.emax - fb.t) - grid)
     cmax = fc.max_sig << (fc.emax - fc.t - grid)
     total = cfg.k * pmax + (cmax if c_in_blocks else 0)
-    e_prod = 2 * fin.emax + (cfg.product_normalisation == "normalised")
+    e_prod = fin.emax + fb.emax + (cfg.product_normalisation == "normalised")
     e_sum = _flog2_int(total) + grid                   # |any partial sum| < 2^(e_sum + 1)
     e_top = max(e_prod, fc.emax if c_in_blocks else e_prod,
                 min(e_sum, fout.emax) if cfg.blocks > 1 or cfg.interleave == "pairs"
@@ -122,7 +123,7 @@ def _bounds(cfg: AccumulatorConfig) -> dict[str, Any]:
     # smallest alignment exponent of a non-zero term: a subnormal product, c or block result
     # (a product left by the flush below binary32's smallest normal is at least 2^-126, so
     # its exponent field is too)
-    e_p_low = 2 * fin.emin
+    e_p_low = fin.emin + fb.emin
     if "products" in cfg.flush:
         e_p_low = max(e_p_low, _B32.emin)
     e_low = min(e_p_low, fc.emin if c_in_blocks else e_p_low, fout.emin)
@@ -134,7 +135,7 @@ def _bounds(cfg: AccumulatorConfig) -> dict[str, Any]:
     last = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
     top = {"P": e_prod}
     low = {"P": g_p}
-    own = {"P": 2 * fin.t + (cfg.product_normalisation == "normalised")}
+    own = {"P": fin.t + fb.t + (cfg.product_normalisation == "normalised")}
     if early:
         top["C"], low["C"], own["C"] = fc.emax, g_c, fc.t
     if cfg.k > last and cfg.algorithm == "fused":
@@ -150,7 +151,7 @@ def _bounds(cfg: AccumulatorConfig) -> dict[str, Any]:
         for y in low:
             if {x, y} != {"C", "A"} and (x != y or x == "P"):
                 f_exact = max(f_exact, top[x] - low[y])
-    return {"fin": fin, "fc": fc, "fout": fout, "grid": grid, "g_p": g_p,
+    return {"fin": fin, "fb": fb, "fc": fc, "fout": fout, "grid": grid, "g_p": g_p,
             "e_top": e_top, "e_prod": e_prod, "e_sum": e_sum, "e_low": e_low,
             "pmax": pmax, "total": total, "c_in_blocks": c_in_blocks, "f_exact": f_exact}
 
@@ -202,22 +203,23 @@ def alignment_exact(cfg: AccumulatorConfig, neab: int | None = None,
     if products_only:
         top, grid = b["e_prod"] + (cfg.product_normalisation != "normalised"), b["g_p"]
         # a normalised product may sit one exponent above e_a + e_b: cover both
-        return F >= max(top - grid, 2 * b["fin"].t + 1)
+        return F >= max(top - grid, b["fin"].t + b["fb"].t + 1)
     return F >= b["f_exact"]
 
 
 def carry_needed(cfg: AccumulatorConfig) -> int:
     """Carry bits at and above which no block sum can wrap (fewer can, on some input).
 
-    In units of 2^emax (the block's alignment exponent) a product is at most
-    max_sig^2 / 2^(2t) (below 4 when denormalised, 2 when normalised), the accumulator (c
+    In units of 2^emax (the block's alignment exponent) a product is at most the product of
+    the two factors' largest significands (below 4 when denormalised, 2 when normalised;
+    at any exponent, not only at emax: e4m3's 1.875 exists below 2^8), the accumulator (c
     or an earlier block's result) below 2, and alignment may round each term up by one
     quantum 2^-F (rd), half of one (rne, rz_sticky) or not at all (rz); the fixed-point
     sum wraps at 2^(2 + carry_bits).
     """
     b = _bounds(cfg)
-    fin, fc, fout = b["fin"], b["fc"], b["fout"]
-    psig = Fraction(fin.max_sig ** 2, 1 << (2 * fin.t))
+    fin, fb, fc, fout = b["fin"], b["fb"], b["fc"], b["fout"]
+    psig = Fraction(_top_sig(fin) * _top_sig(fb), 1 << (fin.t + fb.t))
     if cfg.product_normalisation == "normalised" and psig >= 2:
         psig = psig / 2
     n = block_terms(cfg)
@@ -420,7 +422,13 @@ def _single_product_acc(cfg: AccumulatorConfig) -> Fraction | None:
     out_t = cfg.out_frac_bits if cfg.out_frac_bits is not None else get_format(cfg.out_format).t
     if max(fa.t, fb.t) > 5 or out_t < fa.t + fb.t + 1:
         return None
-    return _max_normalised_product_sig(fa.max_sig, fb.max_sig)
+    return _max_normalised_product_sig(_top_sig(fa), _top_sig(fb))
+
+
+def _top_sig(fmt) -> int:
+    """The largest integer significand at any exponent (2^p - 1: e4m3 holds 1.875 below its
+    top binade, where 1.875 x 2^8 would be NaN; Format.max_sig is the one at emax)."""
+    return (1 << fmt.p) - 1
 
 
 @functools.lru_cache(maxsize=64)
@@ -711,11 +719,11 @@ def _stage_observable(cfg: AccumulatorConfig, stage: str) -> bool:
     """Whether flushing subnormals at one stage changes some output (the other stages as
     cfg has them)."""
     b = _bounds(cfg)
-    fin = b["fin"]
+    fin, fb = b["fin"], b["fb"]
     if stage == "products":
         # products below binary32's smallest normal are flushed ([XWYY25] FDRDA, GPS)
-        small = fin.fmin if "inputs" in cfg.flush else fin.smin
-        if small * small >= _B32.fmin:
+        small = (fin.fmin * fb.fmin if "inputs" in cfg.flush else fin.smin * fb.smin)
+        if small >= _B32.fmin:
             return False
         fout = get_format(cfg.out_format)
         if (fout.smin > Fraction(1, 2 ** 100) and cfg.align_rounding in ("rz", "rne")
@@ -1264,8 +1272,7 @@ def _gfdrda_same_alignment(cfg: AccumulatorConfig) -> frozenset[str]:
     apart, binary16/bfloat16/e4m3fnuz at nfma 2 and 4)."""
     if cfg.algorithm != "fdrda" or cfg.interleave != "even_odd":
         return frozenset()
-    fin = get_format(cfg.in_format)
-    exact_top = cfg.frac_bits >= 2 * fin.t + 1
+    exact_top = cfg.frac_bits >= get_format(cfg.in_format).t + get_format(cfg.b_fmt).t + 1
     group = cfg.nfma // 2
     if group == 1 and exact_top:
         return frozenset(ALIGN_ROUNDINGS)

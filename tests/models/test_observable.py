@@ -67,13 +67,14 @@ def claimed_equivalent(cfg: AccumulatorConfig, feature: str) -> list:
 def _rows(cfg: AccumulatorConfig, n: int, seed: int):
     rng = np.random.default_rng(seed)
     (a, b, c), _ = pool_rows(cfg, n, rng)
-    fin, fc = get_format(cfg.in_format), get_format(cfg.c_format)
+    fin, fb, fc = (get_format(cfg.in_format), get_format(cfg.b_fmt),
+                   get_format(cfg.c_format))
     # raw bit patterns too: subnormals, specials, every exponent
     m = n // 2
     ra = (rng.integers(0, 1 << fin.bits, size=(m, cfg.k)).astype(np.uint64)
           << np.uint64(fin.pad))
-    rb = (rng.integers(0, 1 << fin.bits, size=(m, cfg.k)).astype(np.uint64)
-          << np.uint64(fin.pad))
+    rb = (rng.integers(0, 1 << fb.bits, size=(m, cfg.k)).astype(np.uint64)
+          << np.uint64(fb.pad))
     rc = rng.integers(0, 1 << min(fc.bits, 63), size=m).astype(np.uint64) << np.uint64(fc.pad)
     return np.concatenate([a, ra]), np.concatenate([b, rb]), np.concatenate([c, rc])
 
@@ -101,6 +102,10 @@ def test_proven_classes_hold_on_the_model(fin: str, fout: str, k: int) -> None:
 
 
 SHAPES = [("binary16", "binary32", 4), ("e2m1", "binary32", 8), ("e4m3", "binary16", 16),
+          # a and b in formats of their own: the rules bound products by both factors
+          ("e4m3xe5m2", "binary32", 8), ("e2m1xe3m2", "binary16", 8),
+          pytest.param("binary16xbfloat16", "binary32", 4, marks=pytest.mark.slow),
+          pytest.param("e5m2xe4m3", "binary16", 16, marks=pytest.mark.slow),
           pytest.param("bfloat16", "bfloat16", 4, marks=pytest.mark.slow),
           pytest.param("binary32", "binary32", 2, marks=pytest.mark.slow),
           pytest.param("e3m2", "binary16", 8, marks=pytest.mark.slow),
@@ -109,7 +114,8 @@ SHAPES = [("binary16", "binary32", 4), ("e2m1", "binary32", 8), ("e4m3", "binary
 
 @pytest.mark.parametrize("fin,fout,k", SHAPES)
 def test_claimed_equivalences_hold_on_the_model(fin: str, fout: str, k: int) -> None:
-    space = neighbourhood(fin, None, fout, k)
+    fa, _, fb = fin.partition("x")
+    space = neighbourhood(fa, None, fout, k, operands=(fb, None, None) if fb else None)
     rng = np.random.default_rng(k)
     pick = rng.choice(len(space.configs), size=min(25, len(space.configs)), replace=False)
     checked = 0
@@ -619,3 +625,22 @@ def test_directed_pairs_flushed_inputs_claims(fin: str, k: int, finals) -> None:
                 assert not len(bad), (cfg.describe(), f, v, a[bad[0]], b[bad[0]], c[bad[0]])
                 checked += 1
     assert checked > 30
+
+
+def test_carry_bound_counts_the_significands_below_the_top_binade() -> None:
+    # e4m3's largest significand at emax is 1.75 (1.875 x 2^8 is NaN), but 1.875 exists
+    # below: four products 1.875^2 and c = 2 - 2^-23 sum to 16.06 and wrap two carry bits,
+    # so carry_bits 2 is a unit of its own, not the unbounded one
+    f32 = get_format("binary32")
+    row = np.full((1, 4), 0x3F, np.uint64), np.array([f32.exact_bits(2 - Fraction(1, 2 ** 23))],
+                                                     np.uint64)
+    cfg = AccumulatorConfig(in_format="e4m3", k=4, nfma=4, neab=0)
+    assert 2 in alternatives(cfg, "carry_bits")
+    wide = evaluate(cfg, row[0], row[0], row[1])
+    two = evaluate(cfg.replace(carry_bits=2), row[0], row[0], row[1])
+    assert f32.to_fraction(int(wide[0])) > 16 and f32.to_fraction(int(two[0])) < 1
+    # and the bound takes b's own format: e4m3fnuz x e5m2fnuz products stay below
+    # 1.875 x 1.75, four of them and c below 16, so two carry bits never wrap there
+    mixed = AccumulatorConfig(in_format="e4m3fnuz", b_format="e5m2fnuz", k=4, nfma=4, neab=0)
+    assert 2 not in alternatives(mixed, "carry_bits")
+    assert 2 in alternatives(mixed.replace(b_format="e4m3fnuz"), "carry_bits")
