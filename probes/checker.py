@@ -169,14 +169,20 @@ def _instances(p: Probe, cfg: AccumulatorConfig, caches: dict,
                carrier: str | None = None) -> Instance | None:
     """The instance of p for cfg, or None when p does not apply (memoised); ``carrier``:
     the input format it is instantiated for (cfg's a format by default), its rows then
-    written in cfg's a and b formats (probes/port.py)."""
+    written in cfg's a and b formats (probes/port.py).  A probe written per side (``a.*``,
+    ``b.*``) is instantiated for cfg's own a and b formats instead."""
     carrier = carrier or cfg.in_format
-    fkey = (p.id, carrier, cfg.c_format, cfg.out_format, cfg.k)
+    fb = None
+    if p.per_side:
+        if carrier != cfg.in_format:
+            return None
+        fb = None if cfg.b_fmt == cfg.in_format else cfg.b_fmt
+    fkey = (p.id, carrier, cfg.c_format, cfg.out_format, cfg.k, fb)
     fmt_cache, app_cache, inst_cache, errors = (caches["fmt"], caches["app"], caches["inst"],
                                                 caches["errors"])
     ok = fmt_cache.get(fkey)
     if ok is None:
-        ok = fmt_cache[fkey] = p.applies_to_formats(*fkey[1:])
+        ok = fmt_cache[fkey] = p.applies_to_formats(*fkey[1:5], fb)
     if not ok:
         return None
     if p.requires or p.when:
@@ -191,7 +197,7 @@ def _instances(p: Probe, cfg: AccumulatorConfig, caches: dict,
     decided = expression_bindings(cfg, p.requires)
     ikey = fkey + (tuple(sorted(decided.items())),)
     if ikey not in app_cache:
-        app_cache[ikey] = p.applies_when_holds(*fkey[1:], decided)
+        app_cache[ikey] = p.applies_when_holds(*fkey[1:5], decided, fb)
     if not app_cache[ikey]:
         return None
     if ikey in errors:
@@ -199,14 +205,14 @@ def _instances(p: Probe, cfg: AccumulatorConfig, caches: dict,
     inst = inst_cache.get(ikey)
     if inst is None:
         try:
-            inst = p.instantiate(carrier, cfg.c_format, cfg.out_format, cfg.k, decided)
+            inst = p.instantiate(carrier, cfg.c_format, cfg.out_format, cfg.k, decided, fb)
         except InstantiationError as e:
             # a probe that claims to apply but cannot build its vectors is a failure of
             # the probe, reported as such (never a crash of the whole check)
             errors[ikey] = str(e)
             return None
         inst_cache[ikey] = inst
-    if (carrier, carrier) == (cfg.in_format, cfg.b_fmt):
+    if p.per_side or (carrier, carrier) == (cfg.in_format, cfg.b_fmt):
         return inst
     pkey = ikey + (cfg.in_format, cfg.b_fmt)
     if pkey not in caches["port"]:

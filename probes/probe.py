@@ -137,8 +137,21 @@ class Probe:
         text = json.dumps(self.document, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
+    @property
+    def per_side(self) -> bool:
+        """Whether the probe names ``a.*`` or ``b.*`` constants: it is written for a's and b's
+        own formats (instantiated with ``fb``), not through a carrier (probes/port.py)."""
+        hit = self.__dict__.get("_per_side")
+        if hit is None:
+            hit = self.__dict__["_per_side"] = any(
+                n.startswith(("a.", "b.")) for n in _names_in_data(self.doc.data))
+        return hit
+
     # -- applicability ---------------------------------------------------------------
-    def applies_to_formats(self, fin: str, fc: str, fout: str, k: int) -> bool:
+    def applies_to_formats(self, fin: str, fc: str, fout: str, k: int,
+                           fb: str | None = None) -> bool:
+        """``formats:``, ``k:`` and ``applies_if``; fb: b's format where it differs from
+        fin (a's), for a probe written per side."""
         for role, name in zip(FORMAT_ROLES, (fin, fc, fout)):
             allowed = self.formats.get(role)
             if allowed is not None and name not in allowed:
@@ -146,7 +159,7 @@ class Probe:
         if self.ks is not None and k not in self.ks:
             return False
         if self.applies_if is not None:
-            env = base_env(fin, fc, fout, k)
+            env = base_env(fin, fc, fout, k, fb)
             try:
                 return bool(ex._truth(ex.evaluate(self.applies_if, env)))
             except ex.ExprError as e:
@@ -154,14 +167,14 @@ class Probe:
         return True
 
     def applies_when_holds(self, fin: str, fc: str, fout: str, k: int,
-                           decided: dict[str, int]) -> bool:
+                           decided: dict[str, int], fb: str | None = None) -> bool:
         """``applies_when:``, a boolean over format constants, decided integer features and
         the probe's ``let`` names."""
         if self.applies_when is None:
             return True
         try:
             env = self._let_env(fin, fc, fout, k, decided,
-                                lambda name, node, env: ex.evaluate(node, env))
+                                lambda name, node, env: ex.evaluate(node, env), fb)
             return bool(ex._truth(ex.evaluate(self.applies_when, env)))
         except ex.ExprError as e:
             raise self.doc.error(("applies_when",), str(e)) from None
@@ -185,14 +198,15 @@ class Probe:
         return True
 
     def _let_env(self, fin: str, fc: str, fout: str, k: int, decided: dict[str, int],
-                 evaluate: Callable[[str, Any, dict[str, Any]], Any]) -> dict[str, Any]:
+                 evaluate: Callable[[str, Any, dict[str, Any]], Any],
+                 fb: str | None = None) -> dict[str, Any]:
         """The names after ``let`` for these formats, k and decided features (memoised;
         the caller copies it before adding names).  ``evaluate(name, node, env)`` computes
         one ``let`` and reports its errors the caller's way."""
-        key = (fin, fc, fout, k, tuple(sorted(decided.items())))
+        key = (fin, fc, fout, k, tuple(sorted(decided.items())), fb)
         env = self._lets.get(key)
         if env is None:
-            env = base_env(fin, fc, fout, k)
+            env = base_env(fin, fc, fout, k, fb)
             env.update({n: Fraction(v) for n, v in decided.items()})
             for name, node in self.let:
                 env[name] = evaluate(name, node, env)
@@ -201,19 +215,22 @@ class Probe:
 
     # -- instantiation --------------------------------------------------------------
     def instantiate(self, fin: str, fc: str, fout: str, k: int,
-                    decided: dict[str, int] | None = None) -> Instance:
-        """Concrete vectors; ``decided`` binds the integer names of ``requires``."""
+                    decided: dict[str, int] | None = None, fb: str | None = None) -> Instance:
+        """Concrete vectors; ``decided`` binds the integer names of ``requires``; ``fb``:
+        b's format where it differs from fin (a's), b's values then written in it."""
         decided = dict(decided or {})
-        key = (fin, fc, fout, k, tuple(sorted(decided.items())))
+        fb = None if fb == fin else fb
+        key = (fin, fc, fout, k, tuple(sorted(decided.items()))) + ((fb,) if fb else ())
         fmt_in, fmt_c = get_format(fin), get_format(fc)
+        fmt_b = get_format(fb or fin)
         env = dict(self._let_env(
             fin, fc, fout, k, decided,
-            lambda name, node, env: self._eval(node, env, ("let", name), fin, fout)))
+            lambda name, node, env: self._eval(node, env, ("let", name), fin, fout), fb))
         inst = Instance(self, key, [], [], [], env=env)
         for vec in self.vectors:
             if vec.sweep is None:
                 inst.rows[vec.name] = len(inst.c)
-                self._row(inst, vec, env, fmt_in, fmt_c, k, fout)
+                self._row(inst, vec, env, (fmt_in, fmt_b), fmt_c, k, fout)
                 continue
             var = vec.sweep["var"]
             lo, hi, step = (self._int(vec.sweep[n], env, vec.path + ("sweep", n), fin, fout)
@@ -233,7 +250,7 @@ class Probe:
                 senv = dict(env)
                 senv[var] = Fraction(i)
                 inst.sweeps[vec.name].append((i, len(inst.c)))
-                self._row(inst, vec, senv, fmt_in, fmt_c, k, fout, f"{var}={i}")
+                self._row(inst, vec, senv, (fmt_in, fmt_b), fmt_c, k, fout, f"{var}={i}")
         return inst
 
     def _where(self, path: tuple) -> str:
@@ -257,10 +274,11 @@ class Probe:
                                      f"formats {fin}->{fout}, {'.'.join(map(str, path))}: "
                                      f"{e}") from None
 
-    def _row(self, inst: Instance, vec: VectorSpec, env: dict[str, Any], fmt_in: Format,
-             fmt_c: Format, k: int, fout: str, tag: str = "") -> None:
+    def _row(self, inst: Instance, vec: VectorSpec, env: dict[str, Any],
+             sides: tuple[Format, Format], fmt_c: Format, k: int, fout: str,
+             tag: str = "") -> None:
         row = {}
-        for side in ("a", "b"):
+        for side, fmt_in in zip(("a", "b"), sides):
             bits = [fmt_in.zero_bits(0)] * k
             spec = getattr(vec, side)
             items = _entries(spec)
@@ -380,6 +398,21 @@ def _json_data(x: Any) -> Any:
     return x
 
 
+def _names_in_data(x: Any) -> set[str]:
+    """Every name the expressions of a document's strings read (text that does not parse
+    contributes none; the schema reports it)."""
+    if isinstance(x, dict):
+        return set().union(*(_names_in_data(v) for v in (*x.keys(), *x.values())))
+    if isinstance(x, list):
+        return set().union(*(_names_in_data(v) for v in x))
+    if isinstance(x, str):
+        try:
+            return set(ex.names_in(ex.parse(x)))
+        except ex.ExprError:
+            return set()
+    return set()
+
+
 def _entries(spec: Any) -> list[tuple[Any, Any]]:
     if spec is None:
         return []
@@ -403,16 +436,17 @@ def verified_configs(doc: Doc, spec: dict[str, Any], shape: tuple) -> frozenset:
     return frozenset(space.configs)
 
 
-def base_env(fin: str, fc: str, fout: str, k: int) -> dict[str, Any]:
-    """The names every probe expression may use: k and the constants of the input,
-    accumulator (c) and output formats (a fresh dict the caller may extend)."""
-    return dict(_base_env(fin, fc, fout, k))
+def base_env(fin: str, fc: str, fout: str, k: int, fb: str | None = None) -> dict[str, Any]:
+    """The names every probe expression may use: k and the constants of the input (in, and
+    per side a and b: b's are fb's where given), accumulator (c) and output formats (a fresh
+    dict the caller may extend)."""
+    return dict(_base_env(fin, fc, fout, k, fb or fin))
 
 
 @functools.lru_cache(maxsize=1024)
-def _base_env(fin: str, fc: str, fout: str, k: int) -> dict[str, Any]:
+def _base_env(fin: str, fc: str, fout: str, k: int, fb: str) -> dict[str, Any]:
     env: dict[str, Any] = {"k": Fraction(k)}
-    for prefix, name in (("in", fin), ("acc", fc), ("out", fout)):
+    for prefix, name in (("in", fin), ("a", fin), ("b", fb), ("acc", fc), ("out", fout)):
         for cname, v in get_format(name).constants().items():
             env[f"{prefix}.{cname}"] = Fraction(v)
     return env

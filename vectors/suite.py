@@ -37,7 +37,7 @@ from mmaprobe.models.rows import issm_rows, pool_rows
 from mmaprobe.models.space import CandidateSpace
 from mmaprobe.models.split_search import RowPool, SplitSearch
 from mmaprobe.probes.library import library_files, load_probes
-from mmaprobe.probes.port import carriers, port_instance, unit_scales
+from mmaprobe.probes.port import port_instance, unit_scales
 from mmaprobe.probes.probe import InstantiationError
 from mmaprobe.smt.distinguish import pair_solver
 
@@ -121,8 +121,8 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
     scales = unit_scales(first, 1)
     paths = files if files is not None else [str(p) for p in library_files("library")]
     probes = [p for p in load_probes(paths)
-              if any(p.applies_to_formats(x, sp.c_format, sp.out_format, sp.k)
-                     for x in carriers(first))]
+              if any(p.applies_to_formats(x, sp.c_format, sp.out_format, sp.k, y)
+                     for x, y in _formats(p, fa, fb))]
     records = []
     documents: dict[str, Any] = {}
     columns: dict[str, list[Any]] = {}  # a feature's value on every configuration, once
@@ -155,9 +155,9 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
             key = tuple(sorted(bnd.items()))
             if key not in holds:
                 holds[key] = any(
-                    p.applies_to_formats(x, sp.c_format, sp.out_format, sp.k)
-                    and p.applies_when_holds(x, sp.c_format, sp.out_format, sp.k, bnd)
-                    for x in carriers(first))
+                    p.applies_to_formats(x, sp.c_format, sp.out_format, sp.k, y)
+                    and p.applies_when_holds(x, sp.c_format, sp.out_format, sp.k, bnd, y)
+                    for x, y in _formats(p, fa, fb))
             if holds[key]:
                 bindings.append(bnd)
         if not bindings:
@@ -204,21 +204,30 @@ def _instance(p: Any, sp: CandidateSpace, bnd: dict[str, int], fa: str, fb: str,
               notes: list[str]) -> tuple[Any, str]:
     """The instance of p with bindings bnd, its rows in a's and b's formats, and the
     carrier format it was instantiated for; (None, "") when no carrier gives one."""
-    for carrier in dict.fromkeys((fa, fb)):
-        if not (p.applies_to_formats(carrier, sp.c_format, sp.out_format, sp.k)
-                and p.applies_when_holds(carrier, sp.c_format, sp.out_format, sp.k, bnd)):
+    for carrier, fy in _formats(p, fa, fb):
+        if not (p.applies_to_formats(carrier, sp.c_format, sp.out_format, sp.k, fy)
+                and p.applies_when_holds(carrier, sp.c_format, sp.out_format, sp.k, bnd, fy)):
             continue
         try:
-            inst = p.instantiate(carrier, sp.c_format, sp.out_format, sp.k, bnd)
+            inst = p.instantiate(carrier, sp.c_format, sp.out_format, sp.k, bnd, fy)
         except InstantiationError as e:
             # no path of this machine in the suite: the probe file by name only
             msg = str(e).replace(p.file, Path(p.file).name)
             notes.append(f"probe {p.id} skipped for {bnd}: {msg}")
             continue
-        ported = port_instance(inst, carrier, fa, fb)
+        ported = inst if p.per_side else port_instance(inst, carrier, fa, fb)
         if ported is not None:
             return ported, carrier
     return None, ""
+
+
+def _formats(p: Any, fa: str, fb: str) -> list[tuple[str, str | None]]:
+    """(the format p is instantiated for, b's format where p writes b's values in it): a
+    probe written per side takes a's and b's own formats, any other a carrier
+    (probes/port.py)."""
+    if p.per_side:
+        return [(fa, None if fb == fa else fb)]
+    return [(x, None) for x in dict.fromkeys((fa, fb))]
 
 
 # -- discriminators -----------------------------------------------------------------------------

@@ -35,19 +35,19 @@ ALGORITHMS = ["fused", "sfma", "gps", "fdrda"]
 BASELINE = Path(__file__).with_name("matrix_baseline.json")
 
 
-def matrix_spaces(fin: str) -> list[CandidateSpace]:
-    """The matrix template instantiated for one input format ("AxB": a in A, b in B), every
-    output format and K."""
+def matrix_space(fin: str, fout: str, k: int) -> CandidateSpace:
+    """The matrix template for one input format ("AxB": a in A, b in B, the probes ported
+    product by product, probes/port.py), output format and K."""
     fa, _, fb = fin.partition("x")
-    operands = (fb, None, None) if fb else None
-    spaces = []
-    for fout in ALL_OUT:
-        for k in ALL_K:
-            (sp,) = load_spaces([SPACES_DIR / "matrix.yaml"], (fa, fout, fout, k),
-                                operands=operands)
-            sp.id = f"matrix-{fin}-{fout}-k{k}"
-            spaces.append(sp)
-    return spaces
+    (sp,) = load_spaces([SPACES_DIR / "matrix.yaml"], (fa, fout, fout, k),
+                        operands=(fb, None, None) if fb else None)
+    sp.id = f"matrix-{fin}-{fout}-k{k}"
+    return sp
+
+
+def matrix_spaces(fin: str) -> list[CandidateSpace]:
+    """The matrix template instantiated for one input format, every output format and K."""
+    return [matrix_space(fin, fout, k) for fout in ALL_OUT for k in ALL_K]
 
 
 def check_format(fin: str, jobs: int = 2) -> CheckReport:

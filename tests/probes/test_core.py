@@ -73,6 +73,29 @@ def test_unrepresentable_value_names_probe_format_term() -> None:
         p.instantiate("e4m3", "binary32", "binary32", 4)
 
 
+def test_probe_written_per_side() -> None:
+    # a.* and b.* are a's and b's own constants; b's values are written in b's format
+    text = ("id: sides\ntitle: t\nfeature: neab\nsource: s\napplies_if: 'b.p <= 4'\n"
+            "let: {v: a.smin * b.smin}\n"
+            "vectors:\n  - {name: v, a: {0: a.smin, 1: in.fmin}, b: {0: b.smin, 1: 1}}\n"
+            "decide:\n  - {if: 'v == 0', then: 0}\n  - otherwise: inconclusive\n")
+    (p,) = load_text(text, "s.yaml")
+    assert p.per_side
+    (q,) = load_text(text.replace("a.smin", "in.smin").replace("b.smin", "in.smin")
+                     .replace("b.p", "in.p"), "s.yaml")
+    assert not q.per_side
+    inst = p.instantiate("e4m3", "binary32", "binary32", 4, fb="e5m2")
+    assert inst.a[0][:2] == [0x01, 0x08] and inst.b[0][:2] == [0x01, 0x3c]
+    assert inst.env["v"] == Fraction(1, 2 ** 9) * Fraction(1, 2 ** 16)
+    plain = p.instantiate("e4m3", "binary32", "binary32", 4)  # one format: a.* = b.* = in.*
+    assert plain.b[0][:2] == [0x01, 0x38] and plain.env["v"] == Fraction(1, 2 ** 18)
+    assert p.applies_to_formats("e4m3", "binary32", "binary32", 4, "e5m2")
+    assert not p.applies_to_formats("e4m3", "binary32", "binary32", 4, "binary16")
+    (r,) = load_text(text.replace("b: {0: b.smin", "b: {0: a.smin"), "s.yaml")
+    with pytest.raises(InstantiationError, match=r"format e2m1, vector v b\[0\]"):
+        r.instantiate("e4m3", "binary32", "binary32", 4, fb="e2m1")  # no 2^-9 in e2m1
+
+
 def test_library_loads_and_lists() -> None:
     probes = load_probes(library_files() + library_files("published"))
     assert {p.id for p in probes} >= {"nfma-walk", "neab-scan", "fttn-t-blk-fma-width"}

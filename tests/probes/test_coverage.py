@@ -22,13 +22,6 @@ from mmaprobe.vectors.cli import main
 
 LIBRARY = load_probes(library_files())
 GAPS = load_gaps()
-MATRIX = SPACES_DIR / "matrix.yaml"
-
-
-def _matrix(fin: str, fout: str, k: int) -> CandidateSpace:
-    (sp,) = load_spaces([MATRIX], (fin, fout, fout, k))
-    sp.id = f"matrix-{fin}-{fout}-k{k}"
-    return sp
 
 
 def _assert_decided(rep) -> None:
@@ -50,12 +43,13 @@ def test_k2_does_not_crash_and_decides(tmp_path: Path) -> None:
 
 # a fast subset of the probe-by-space matrix (the whole of it is test_matrix_full, slow)
 FAST = [("binary16", "binary32", 4), ("binary16", "binary32", 64), ("e2m1", "binary32", 2),
-        ("bfloat16", "bfloat16", 8), ("e4m3fnuz", "binary32", 16), ("binary64", "binary64", 2)]
+        ("bfloat16", "bfloat16", 8), ("e4m3fnuz", "binary32", 16), ("binary64", "binary64", 2),
+        ("e4m3xe5m2", "binary32", 16), ("e2m1xe3m2", "binary16", 8)]
 
 
 @pytest.mark.parametrize("fin,fout,k", FAST)
 def test_matrix_subset_decided(fin: str, fout: str, k: int) -> None:
-    rep = run_check(LIBRARY, [_matrix(fin, fout, k)], gaps=GAPS)
+    rep = run_check(LIBRARY, [matrix.matrix_space(fin, fout, k)], gaps=GAPS)
     _assert_decided(rep)
 
 

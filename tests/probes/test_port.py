@@ -146,3 +146,25 @@ def test_port_instance_and_unit_scales():
     ue4m3 = get_format("ue4m3")
     assert sa.shape == (3, 4) and {ue4m3.to_fraction(int(s)) for s in sa.ravel()} == {1}
     assert unit_scales(AccumulatorConfig(in_format="e4m3", k=32), 3) is None
+
+
+def test_per_side_probes_reach_both_formats_ranges():
+    # e3m2 x e4m3 into binary16 with c late: products from 2^-13 to 2^12, so F is observable
+    # beyond what e3m2's probes read when ported; neab-scan-sides (mixed.yaml) scans a term
+    # from 2^11 down to both formats' smallest subnormals and pins F = 23 and 24
+    from mmaprobe.models.space import CandidateSpace
+    from mmaprobe.probes.checker import run_check
+
+    cfgs = [AccumulatorConfig(in_format="e3m2", b_format="e4m3", c_format="binary16",
+                              out_format="binary16", k=32, nfma=16, neab=neab,
+                              c_placement="late") for neab in (0, 1)]
+    probes = load_probes(library_files())
+    rep = run_check(probes, [CandidateSpace("t", "<t>", cfgs)], coverage=("neab",))
+    (cov,) = rep.coverage
+    assert cov.observable == cov.decided == 2
+    (scan,) = [r for r in rep.results if r.probe.id == "neab-scan-sides"]
+    assert scan.correct == 2 and not scan.wrong
+    # without the per-side probe the ported ones leave F undecided there
+    rep = run_check([p for p in probes if not p.per_side], [CandidateSpace("t", "<t>", cfgs)],
+                    coverage=("neab",))
+    assert rep.coverage[0].decided == 0
