@@ -344,7 +344,8 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
                     batch = batch_cache[bkey] = _batch(todo)
                 a_arr, b_arr, c_arr, maps = batch
                 # a block-scaled unit's rows carry scale factors of 1 (probes/port.py)
-                out = evaluate(cfg, a_arr, b_arr, c_arr, *unit_scales(cfg, len(c_arr)) or ())
+                scales = unit_scales(cfg, len(c_arr)) or ()
+                out = evaluate(cfg, a_arr, b_arr, c_arr, *scales)
                 calls += 1
                 total_rows += len(c_arr)
                 fout = get_format(cfg.out_format)

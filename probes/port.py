@@ -37,7 +37,7 @@ import numpy as np
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.formats import Format, FormatError, get_format
 
-from .probe import Instance
+from .probe import Instance, Probe
 
 
 def carriers(cfg: AccumulatorConfig) -> tuple[str, ...]:
@@ -50,9 +50,14 @@ def carriers(cfg: AccumulatorConfig) -> tuple[str, ...]:
     return tuple(dict.fromkeys((cfg.in_format, cfg.b_fmt)))
 
 
-def is_plain(cfg: AccumulatorConfig) -> bool:
-    """Rows of K values of one format and no scale factors: what probes are written for."""
-    return cfg.operands == (cfg.in_format, None, None)
+def instantiation_formats(probe: Probe, fa: str, fb: str) -> list[tuple[str, str | None]]:
+    """How ``probe`` may be instantiated for a unit with a in fa and b in fb, in order of
+    preference: (the format it is instantiated for, b's format where the probe writes b's
+    values in it).  A probe written per side (``a.*``, ``b.*``) takes the unit's own formats;
+    any other is tried for a's format, then b's, as a carrier."""
+    if probe.per_side:
+        return [(fa, None if fb == fa else fb)]
+    return [(x, None) for x in dict.fromkeys((fa, fb))]
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -37,7 +37,7 @@ from mmaprobe.models.rows import issm_rows, pool_rows
 from mmaprobe.models.space import CandidateSpace
 from mmaprobe.models.split_search import RowPool, SplitSearch
 from mmaprobe.probes.library import library_files, load_probes
-from mmaprobe.probes.port import port_instance, unit_scales
+from mmaprobe.probes.port import instantiation_formats, port_instance, unit_scales
 from mmaprobe.probes.probe import InstantiationError
 from mmaprobe.smt.distinguish import pair_solver
 
@@ -119,10 +119,14 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
     first = sp.configs[0]
     fa, fb = first.in_format, first.b_fmt
     scales = unit_scales(first, 1)
+    if (fa, scales) != (fb, None):
+        notes.append("probes: instantiated for a's format or b's and written again product by "
+                     "product (probes/port.py), or per side where a probe names a.* and b.*; "
+                     "rows with scale factors carry scale factors of 1")
     paths = files if files is not None else [str(p) for p in library_files("library")]
     probes = [p for p in load_probes(paths)
               if any(p.applies_to_formats(x, sp.c_format, sp.out_format, sp.k, y)
-                     for x, y in _formats(p, fa, fb))]
+                     for x, y in instantiation_formats(p, fa, fb))]
     records = []
     documents: dict[str, Any] = {}
     columns: dict[str, list[Any]] = {}  # a feature's value on every configuration, once
@@ -157,7 +161,7 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
                 holds[key] = any(
                     p.applies_to_formats(x, sp.c_format, sp.out_format, sp.k, y)
                     and p.applies_when_holds(x, sp.c_format, sp.out_format, sp.k, bnd, y)
-                    for x, y in _formats(p, fa, fb))
+                    for x, y in instantiation_formats(p, fa, fb))
             if holds[key]:
                 bindings.append(bnd)
         if not bindings:
@@ -204,7 +208,7 @@ def _instance(p: Any, sp: CandidateSpace, bnd: dict[str, int], fa: str, fb: str,
               notes: list[str]) -> tuple[Any, str]:
     """The instance of p with bindings bnd, its rows in a's and b's formats, and the
     carrier format it was instantiated for; (None, "") when no carrier gives one."""
-    for carrier, fy in _formats(p, fa, fb):
+    for carrier, fy in instantiation_formats(p, fa, fb):
         if not (p.applies_to_formats(carrier, sp.c_format, sp.out_format, sp.k, fy)
                 and p.applies_when_holds(carrier, sp.c_format, sp.out_format, sp.k, bnd, fy)):
             continue
@@ -219,15 +223,6 @@ def _instance(p: Any, sp: CandidateSpace, bnd: dict[str, int], fa: str, fb: str,
         if ported is not None:
             return ported, carrier
     return None, ""
-
-
-def _formats(p: Any, fa: str, fb: str) -> list[tuple[str, str | None]]:
-    """(the format p is instantiated for, b's format where p writes b's values in it): a
-    probe written per side takes a's and b's own formats, any other a carrier
-    (probes/port.py)."""
-    if p.per_side:
-        return [(fa, None if fb == fa else fb)]
-    return [(x, None) for x in dict.fromkeys((fa, fb))]
 
 
 # -- discriminators -----------------------------------------------------------------------------
