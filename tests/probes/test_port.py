@@ -168,3 +168,26 @@ def test_per_side_probes_reach_both_formats_ranges():
     rep = run_check([p for p in probes if not p.per_side], [CandidateSpace("t", "<t>", cfgs)],
                     coverage=("neab",))
     assert rep.coverage[0].decided == 0
+
+
+@pytest.mark.parametrize("feature,probe_id", [("align_rounding", "align-rounding-sides"),
+                                              ("product_normalisation",
+                                               "product-normalisation-sides")])
+def test_per_side_alignment_and_normalisation(feature, probe_id):
+    # e3m2 x e4m3 into binary32 with c late: the cancelling pair at 2^12 (2^4 from a, 2^8
+    # from b) and the small term down to 2^-4 x 2^-9 read F = 23 exactly; the ported probes
+    # of either format reach neither end
+    from mmaprobe.models.space import CandidateSpace
+    from mmaprobe.probes.checker import run_check
+
+    cfgs = [AccumulatorConfig(in_format="e3m2", b_format="e4m3", k=16, nfma=8, neab=0,
+                              c_placement="late", align_rounding=align,
+                              product_normalisation=pn)
+            for align in ("rz", "rd", "rne", "rz_sticky")
+            for pn in ("denormalised", "normalised")]
+    probes = load_probes(library_files())
+    rep = run_check(probes, [CandidateSpace("t", "<t>", cfgs)], coverage=(feature,))
+    (cov,) = rep.coverage
+    assert cov.observable == cov.decided == len(cfgs)
+    (r,) = [r for r in rep.results if r.probe.id == probe_id]
+    assert r.correct == len(cfgs) and not r.wrong
