@@ -9,8 +9,8 @@ same thing in the new format as the probe meant in X:
 - the same class (zero, finite, infinity, canonical NaN) and sign;
 - for a finite factor, the same value and the same exponent field: a normal factor stays
   normal, and a subnormal one stays subnormal with the same emin.  The exponent field is what
-  a denormalised product aligns on ([XWYY25] Sec. IV, "product normalisation"), and being
-  subnormal is what flushing inputs acts on.
+  a denormalised product aligns on ([KM25] Sec. IV-A1), and being subnormal is what flushing
+  inputs acts on.
 
 A product whose factors do not carry over in place may carry over swapped (a's factor into B,
 b's into A), and two normal factors may trade a power of two (2^-63 * 2^-63 in bfloat16
@@ -21,9 +21,13 @@ apply to the unit (its bit patterns written as hex carry over only where the for
 Rows of a block-scaled unit carry unit scale factors (the scale format's 1 in every block),
 so the probe's products are the unit's.
 
-Nothing here claims that a probe decides correctly on such units: ``mmaprobe check`` runs
-the ported instances on spaces of them and compares every decision with the model's truth,
-as it does for plain units (``models/spaces/mixed.yaml``).
+The ported rows are the carrier's rows to the unit: tests/probes/test_port.py checks that
+the model gives the same outputs on them as the carrier's plain unit gives on the rows as
+written, for every configuration of mixed neighbourhoods.  A probe's decisions on such units
+are still checked as on plain ones: ``mmaprobe check`` runs the ported instances on
+``models/spaces/mixed.yaml`` and compares each decision with the model's truth.  Probes that
+name ``a.*`` and ``b.*`` are written per side and need no carrier
+(:func:`instantiation_formats`).
 """
 
 from __future__ import annotations

@@ -29,6 +29,8 @@ from . import expr as ex
 
 FORMAT_ROLES = ("in", "c", "out")
 SPECIAL_VALUES = ("+0", "-0", "inf", "-inf", "nan")
+#: fields of a probe document that hold text, not expressions
+PROSE_FIELDS = ("id", "title", "feature", "source", "suite", "notes")
 HEX_RE = re.compile(r"0[xX][0-9a-fA-F_]+")
 #: Most rows one sweep may instantiate (a probe's sweeps together: MAX_PROBE_ROWS).
 MAX_SWEEP = 4096
@@ -143,8 +145,9 @@ class Probe:
         own formats (instantiated with ``fb``), not through a carrier (probes/port.py)."""
         hit = self.__dict__.get("_per_side")
         if hit is None:
+            exprs = {key: v for key, v in self.doc.data.items() if key not in PROSE_FIELDS}
             hit = self.__dict__["_per_side"] = any(
-                n.startswith(("a.", "b.")) for n in _names_in_data(self.doc.data))
+                n.startswith(("a.", "b.")) for n in _names_in_data(exprs))
         return hit
 
     # -- applicability ---------------------------------------------------------------

@@ -84,6 +84,10 @@ def test_probe_written_per_side() -> None:
     (q,) = load_text(text.replace("a.smin", "in.smin").replace("b.smin", "in.smin")
                      .replace("b.p", "in.p"), "s.yaml")
     assert not q.per_side
+    (n,) = load_text(text.replace("a.smin", "in.smin").replace("b.smin", "in.smin")
+                     .replace("b.p", "in.p").replace("source: s", "source: s\nnotes: 'b.p'"),
+                     "s.yaml")
+    assert not n.per_side  # prose that reads like a name does not count
     inst = p.instantiate("e4m3", "binary32", "binary32", 4, fb="e5m2")
     assert inst.a[0][:2] == [0x01, 0x08] and inst.b[0][:2] == [0x01, 0x3c]
     assert inst.env["v"] == Fraction(1, 2 ** 9) * Fraction(1, 2 ** 16)
