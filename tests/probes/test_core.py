@@ -100,10 +100,16 @@ def test_probe_written_per_side() -> None:
         r.instantiate("e4m3", "binary32", "binary32", 4, fb="e2m1")  # no 2^-9 in e2m1
 
 
-def test_library_loads_and_lists() -> None:
+def test_library_loads_and_lists(capsys) -> None:
     probes = load_probes(library_files() + library_files("published"))
     assert {p.id for p in probes} >= {"nfma-walk", "neab-scan", "fttn-t-blk-fma-width"}
     assert main(["probes", "--published"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # probes written with a.* and b.* say so in the listing
+    (scan,) = [ln for ln in lines if ln.startswith("neab-scan-sides ")]
+    assert scan.split()[-1] == "nfma,interleave,subnormal_inputs,subnormal_products"
+    assert " per-side " in scan and not any(
+        " per-side " in ln for ln in lines if ln.startswith("neab-scan "))
 
 
 def _space(*cfgs: AccumulatorConfig) -> CandidateSpace:
