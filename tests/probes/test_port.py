@@ -191,3 +191,23 @@ def test_per_side_alignment_and_normalisation(feature, probe_id):
     assert cov.observable == cov.decided == len(cfgs)
     (r,) = [r for r in rep.results if r.probe.id == probe_id]
     assert r.correct == len(cfgs) and not r.wrong
+
+
+def test_per_side_late_scan_reaches_the_pairs_grid():
+    # e2m1 x e3m2 with c late: the products' grid is 2^(-1 - 4) = 2^-5, below either
+    # format's own; neab-late-scan-sides scans 2^(6 - j) down to it and reads F <= 10
+    # exactly (F <= 9 with a sticky bit, which shows one j later)
+    from mmaprobe.models.space import CandidateSpace
+    from mmaprobe.probes.checker import run_check
+
+    cfgs = [AccumulatorConfig(in_format="e2m1", b_format="e3m2", k=16, nfma=8, neab=neab,
+                              c_placement="late", align_rounding=align)
+            for neab in (-16, -14, -13) for align in ("rz", "rne", "rz_sticky")
+            if (neab, align) != (-13, "rz_sticky")]
+    rep = run_check(load_probes(library_files()), [CandidateSpace("t", "<t>", cfgs)],
+                    coverage=("neab",))
+    (cov,) = rep.coverage
+    assert cov.observable == cov.decided == len(cfgs)
+    done = {r.probe.id: r.correct for r in rep.results
+            if r.probe.id.startswith("neab-late-scan-sides")}
+    assert done == {"neab-late-scan-sides": 6, "neab-late-scan-sides-sticky": 2}
