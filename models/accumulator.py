@@ -90,6 +90,16 @@ def pack(cfg: AccumulatorConfig, a, b, scale_a, scale_b):
             np.concatenate([np.asarray(b, np.uint64), np.asarray(scale_b, np.uint64)], -1))
 
 
+def unit_scales(cfg: AccumulatorConfig, n: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Scale factors of 1 (the scale format's 1 in every block) for n rows of a block-scaled
+    unit, for a and for b; None without block scaling."""
+    if not cfg.scales:
+        return None
+    one = get_format(cfg.scale_format).exact_bits(1)
+    s = np.full((n, cfg.scales), one, dtype=np.uint64)
+    return s, s.copy()
+
+
 def _check_scales(cfg: AccumulatorConfig, n: int, scale_a, scale_b):
     if cfg.scale_format is None:
         if scale_a is not None or scale_b is not None:

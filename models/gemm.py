@@ -23,7 +23,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .accumulator import evaluate
+from .accumulator import evaluate, pack, unit_scales
 from .config import AccumulatorConfig
 from .errors import InputError
 from .formats import Format, get_format
@@ -98,9 +98,7 @@ def gemm(cfg: AccumulatorConfig, A, B, C=None, alpha: float = 1.0, beta: float =
             acc = to_bits(to_values(acc, acc_fmt), fc, "accumulator", exact=False)
         ra, rb = rows_a[:, s:s + k], rows_b[:, s:s + k]
         if cfg.scales:  # unit scale factors, packed after the k values
-            one = np.full((ra.shape[0], cfg.scales), get_format(cfg.scale_format).exact_bits(1),
-                          dtype=np.uint64)
-            ra, rb = np.concatenate([ra, one], 1), np.concatenate([rb, one], 1)
+            ra, rb = pack(cfg, ra, rb, *unit_scales(cfg, ra.shape[0]))
         acc = evaluate(cfg, ra, rb, acc)
         acc_fmt = fout
     D = to_values(acc, acc_fmt).reshape(m, n)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from mmaprobe.models.accumulator import evaluate
+from mmaprobe.models.accumulator import evaluate, unit_scales
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.features import expression_bindings, feature_value
 from mmaprobe.models.formats import get_format
@@ -30,7 +30,7 @@ from mmaprobe.models.space import CandidateSpace
 
 from .decide import Outcome, decide
 from .gaps import Gap
-from .port import carriers, port_instance, unit_scales
+from .port import carriers, port_instance
 from .probe import Instance, InstantiationError, Probe
 
 MAX_COUNTEREXAMPLES = 3

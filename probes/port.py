@@ -18,8 +18,8 @@ becomes 2^-112 * 2^-14 in bfloat16 x binary16): the product, its exponent field 
 positions are unchanged.  A probe one of whose products carries over in no way does not
 apply to the unit (its bit patterns written as hex carry over only where the formats agree).
 
-Rows of a block-scaled unit carry unit scale factors (the scale format's 1 in every block),
-so the probe's products are the unit's.
+Rows of a block-scaled unit carry unit scale factors (``accumulator.unit_scales``: the scale
+format's 1 in every block), so the probe's products are the unit's.
 
 The ported rows are the carrier's rows to the unit: tests/probes/test_port.py checks that
 the model gives the same outputs on them as the carrier's plain unit gives on the rows as
@@ -35,8 +35,6 @@ from __future__ import annotations
 import functools
 from dataclasses import replace
 from fractions import Fraction
-
-import numpy as np
 
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.formats import Format, FormatError, get_format
@@ -176,12 +174,3 @@ def port_instance(inst: Instance, carrier: str, fa: str, fb: str) -> Instance | 
     out = replace(inst, key=inst.key + (("ported", fa, fb),), a=a_rows, b=b_rows)
     out.__dict__.pop("_matrix", None)
     return out
-
-
-def unit_scales(cfg: AccumulatorConfig, n: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """Scale factors of 1 for n rows of a block-scaled unit (None without block scaling)."""
-    if not cfg.scales:
-        return None
-    one = get_format(cfg.scale_format).exact_bits(1)
-    s = np.full((n, cfg.scales), one, dtype=np.uint64)
-    return s, s.copy()

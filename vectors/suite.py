@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from mmaprobe.models import limits
+from mmaprobe.models.accumulator import pack, unit_scales
 from mmaprobe.models.errors import InputError
 from mmaprobe.models.features import expression_bindings, feature_value
 from mmaprobe.models.observable import proven_classes
@@ -37,7 +38,7 @@ from mmaprobe.models.rows import issm_rows, pool_rows
 from mmaprobe.models.space import CandidateSpace
 from mmaprobe.models.split_search import RowPool, SplitSearch
 from mmaprobe.probes.library import library_files, load_probes
-from mmaprobe.probes.port import instantiation_formats, port_instance, unit_scales
+from mmaprobe.probes.port import instantiation_formats, port_instance
 from mmaprobe.probes.probe import InstantiationError
 from mmaprobe.smt.distinguish import pair_solver
 
@@ -118,8 +119,7 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
     # (probes/port.py; the record names the carrier, which infer instantiates again)
     first = sp.configs[0]
     fa, fb = first.in_format, first.b_fmt
-    scales = unit_scales(first, 1)
-    if (fa, scales) != (fb, None):
+    if (fa, first.scales) != (fb, 0):
         notes.append("probes: instantiated for a's format or b's and written again product by "
                      "product (probes/port.py), or per side where a probe names a.* and b.*; "
                      "rows with scale factors carry scale factors of 1")
@@ -179,6 +179,10 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
             for s, items in inst.sweeps.items():
                 for i, r in items:
                     names[r] = (s, i)
+            # rows as the model reads them: block-scaled ones with unit scale factors after
+            # the k values
+            rows_a, rows_b = pack(first, inst.a, inst.b,
+                                  *(unit_scales(first, len(inst.c)) or (None, None)))
             vids = []
             for r in range(len(inst.c)):
                 name, idx = names[r]
@@ -189,11 +193,7 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
                     prov["sweep_index"] = idx
                 if bnd:
                     prov["bindings"] = dict(bnd)
-                if scales is None:
-                    bld.add(vid, inst.a[r], inst.b[r], inst.c[r], prov)
-                else:
-                    bld.add(vid, [*inst.a[r], *scales[0][0]], [*inst.b[r], *scales[1][0]],
-                            inst.c[r], prov)
+                bld.add(vid, rows_a[r], rows_b[r], inst.c[r], prov)
                 vids.append(vid)
             documents[p.id] = p.document
             rec = {"probe": p.id, "digest": p.digest, "feature": p.feature,

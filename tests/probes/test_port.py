@@ -16,13 +16,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from mmaprobe.models.accumulator import evaluate
+from mmaprobe.models.accumulator import evaluate, unit_scales
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.features import expression_bindings
 from mmaprobe.models.formats import get_format
 from mmaprobe.models.space import neighbourhood
 from mmaprobe.probes.library import library_files, load_probes
-from mmaprobe.probes.port import carriers, port_factor, port_instance, port_product, unit_scales
+from mmaprobe.probes.port import carriers, port_factor, port_instance, port_product
 
 NARROW = ("e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "e2m3", "e3m2", "e2m1")
 
