@@ -220,8 +220,10 @@ def carry_needed(cfg: AccumulatorConfig) -> int:
     b = _bounds(cfg)
     fin, fb, fc, fout = b["fin"], b["fb"], b["fc"], b["fout"]
     psig = Fraction(_top_sig(fin) * _top_sig(fb), 1 << (fin.t + fb.t))
-    if cfg.product_normalisation == "normalised" and psig >= 2:
-        psig = psig / 2
+    if cfg.product_normalisation == "normalised":
+        # the largest significand a normalised product has, not the largest product halved:
+        # e4m3's 9 x 14 / 64 = 1.96875 stays in [1, 2), while 15 x 15 / 64 halves to 1.76
+        psig = _max_normalised_product_sig(_top_sig(fin), _top_sig(fb))
     n = block_terms(cfg)
     n_prod = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
     if cfg.algorithm == "fdrda":
@@ -433,9 +435,26 @@ def _top_sig(fmt) -> int:
 
 @functools.lru_cache(maxsize=64)
 def _max_normalised_product_sig(ma: int, mb: int) -> Fraction:
-    """max over 1 <= i <= ma, 1 <= j <= mb of i * j scaled into [1, 2)."""
-    return max(Fraction(i * j, 1 << _flog2_int(i * j))
-               for i in range(1, ma + 1) for j in range(1, mb + 1))
+    """max over 1 <= i <= ma, 1 <= j <= mb of i * j scaled into [1, 2); 2 (an upper bound
+    no product reaches) where ma has more than 16 bits.
+
+    Per i and binade [2^m, 2^(m+1)) the largest i * j in it has j = (2^(m+1) - 1) // i, so
+    the search takes ma * log2(ma mb) steps, not ma * mb.
+
+    >>> _max_normalised_product_sig(15, 15)   # e4m3: 9 x 14 = 126
+    Fraction(63, 32)
+    >>> _max_normalised_product_sig(3, 3)     # e2m1: 1 x 3 = 3, 1.5 once normalised
+    Fraction(3, 2)
+    """
+    if ma.bit_length() > 16:
+        return Fraction(2)
+    best = Fraction(1)
+    for i in range(1, ma + 1):
+        for m in range(_flog2_int(i), _flog2_int(i * mb) + 1):
+            j = min(mb, ((1 << (m + 1)) - 1) // i)
+            if i * j >= 1 << m:
+                best = max(best, Fraction(i * j, 1 << m))
+    return best
 
 
 def _valid(cfg: AccumulatorConfig, **change: Any) -> AccumulatorConfig | None:

@@ -644,3 +644,23 @@ def test_carry_bound_counts_the_significands_below_the_top_binade() -> None:
     mixed = AccumulatorConfig(in_format="e4m3fnuz", b_format="e5m2fnuz", k=4, nfma=4, neab=0)
     assert 2 not in alternatives(mixed, "carry_bits")
     assert 2 in alternatives(mixed.replace(b_format="e4m3fnuz"), "carry_bits")
+
+
+def test_carry_bound_of_normalised_products_is_their_largest_significand() -> None:
+    # a normalised product's significand is at most max(i * j scaled into [1, 2)), which for
+    # e4m3 is 9 x 14 / 64 = 1.96875, not the largest product 1.875^2 halved (1.76): sixteen
+    # products 1.125 x 1.75 and c = 2 - 2^-20 sum to 33.5 and wrap three carry bits
+    f32, e4m3 = get_format("binary32"), get_format("e4m3")
+    a = np.full((1, 32), e4m3.exact_bits(Fraction(9, 8)), np.uint64)
+    b = np.full((1, 32), e4m3.exact_bits(Fraction(7, 4)), np.uint64)
+    c = np.array([f32.exact_bits(2 - Fraction(1, 2 ** 20))], np.uint64)
+    for nfma, wraps in ((16, 3), (32, 4)):
+        cfg = AccumulatorConfig(in_format="e4m3", k=32, nfma=nfma, neab=2,
+                                product_normalisation="normalised")
+        assert wraps in alternatives(cfg, "carry_bits")
+        assert wraps + 1 not in alternatives(cfg, "carry_bits")
+        wide = f32.to_fraction(int(evaluate(cfg, a, b, c)[0]))
+        cut = f32.to_fraction(int(evaluate(cfg.replace(carry_bits=wraps), a, b, c)[0]))
+        assert 64 < wide <= 65  # 32 x 1.96875 + c
+        assert cut < 2
+
