@@ -15,7 +15,8 @@ from .formats import get_format
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(AccumulatorConfig))
 
 #: feature names whose values are integers (decision expressions evaluate to integers)
-INTEGER_FEATURES = ("k", "nfma", "neab", "carry_bits", "out_frac_bits", "extra_bits", "out_t")
+INTEGER_FEATURES = ("k", "nfma", "neab", "carry_bits", "out_frac_bits", "extra_bits", "out_t",
+                    "scale_block")
 
 
 def _flush(stage: str) -> Callable[[AccumulatorConfig], str]:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from mmaprobe.models.accumulator import evaluate, unit_scales
+from mmaprobe.models.accumulator import evaluate, pack, unit_scales
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.features import expression_bindings, feature_value
 from mmaprobe.models.formats import get_format
@@ -115,11 +115,15 @@ def _example(cfg: AccumulatorConfig, inst: Instance, outputs: list[int], outcome
         for i, r in items:
             names[r] = f"{s}[i={i}]"
     for r in range(len(inst.c)):
-        rows.append({"vector": names.get(r, str(r)),
-                     "a": [f"{x:#0{wi + 2}x}" for x in inst.a[r]],
-                     "b": [f"{x:#0{wi + 2}x}" for x in inst.b[r]],
-                     "c": f"{inst.c[r]:#0{wc + 2}x}",
-                     "d": f"{outputs[r]:#0{wo + 2}x}"})
+        row = {"vector": names.get(r, str(r)),
+               "a": [f"{x:#0{wi + 2}x}" for x in inst.a[r]],
+               "b": [f"{x:#0{wi + 2}x}" for x in inst.b[r]],
+               "c": f"{inst.c[r]:#0{wc + 2}x}",
+               "d": f"{outputs[r]:#0{wo + 2}x}"}
+        if inst.sa is not None:
+            row["scale_a"] = [f"{x:#04x}" for x in inst.sa[r]]
+            row["scale_b"] = [f"{x:#04x}" for x in inst.sb[r]]
+        rows.append(row)
     return {"configuration": cfg.to_dict(), "describe": cfg.describe(),
             "decided": outcome.describe(), "true": _jsonable(truth), "vectors": rows}
 
@@ -177,12 +181,13 @@ def _instances(p: Probe, cfg: AccumulatorConfig, caches: dict,
         if carrier != cfg.in_format:
             return None
         fb = None if cfg.b_fmt == cfg.in_format else cfg.b_fmt
-    fkey = (p.id, carrier, cfg.c_format, cfg.out_format, cfg.k, fb)
+    fs = cfg.scale_format if p.scaled else None
+    fkey = (p.id, carrier, cfg.c_format, cfg.out_format, cfg.k, fb, fs)
     fmt_cache, app_cache, inst_cache, errors = (caches["fmt"], caches["app"], caches["inst"],
                                                 caches["errors"])
     ok = fmt_cache.get(fkey)
     if ok is None:
-        ok = fmt_cache[fkey] = p.applies_to_formats(*fkey[1:5], fb)
+        ok = fmt_cache[fkey] = p.applies_to_formats(*fkey[1:5], fb, fs)
     if not ok:
         return None
     if p.requires or p.when:
@@ -197,7 +202,7 @@ def _instances(p: Probe, cfg: AccumulatorConfig, caches: dict,
     decided = expression_bindings(cfg, p.requires)
     ikey = fkey + (tuple(sorted(decided.items())),)
     if ikey not in app_cache:
-        app_cache[ikey] = p.applies_when_holds(*fkey[1:5], decided, fb)
+        app_cache[ikey] = p.applies_when_holds(*fkey[1:5], decided, fb, fs)
     if not app_cache[ikey]:
         return None
     if ikey in errors:
@@ -205,7 +210,8 @@ def _instances(p: Probe, cfg: AccumulatorConfig, caches: dict,
     inst = inst_cache.get(ikey)
     if inst is None:
         try:
-            inst = p.instantiate(carrier, cfg.c_format, cfg.out_format, cfg.k, decided, fb)
+            inst = p.instantiate(carrier, cfg.c_format, cfg.out_format, cfg.k, decided, fb,
+                                 fs)
         except InstantiationError as e:
             # a probe that claims to apply but cannot build its vectors is a failure of
             # the probe, reported as such (never a crash of the whole check)
@@ -225,35 +231,41 @@ def _values_of(indices: list[int]) -> Callable[[tuple], Any]:
     return operator.itemgetter(*indices) if indices else lambda values: ()
 
 
-def _batch(todo: list[tuple[Probe, Instance]]):
-    """The rows of several instances, duplicates removed, and each instance's rows in it:
-    (a, b, c, picks), ``picks[i]`` the batch rows of instance i in its row order."""
-    blocks = [_row_matrix(inst) for _, inst in todo]
+def _batch(todo: list[tuple[Probe, Instance]], cfg: AccumulatorConfig):
+    """The rows of several instances as cfg reads them, duplicates removed, and each
+    instance's rows in it: (a, b, c, picks), ``picks[i]`` the batch rows of instance i in
+    its row order; a and b of a block-scaled unit are packed rows (the k values, then the
+    scale factors: a scaled probe's own, else 1)."""
+    blocks = [_row_matrix(inst, cfg) for _, inst in todo]
     rows = np.concatenate(blocks)
     # rows as opaque records: np.unique sorts and merges equal (a, b, c) rows
     width = rows.dtype.itemsize * rows.shape[1]
     records = np.ascontiguousarray(rows).view(np.dtype((np.void, width))).ravel()
     _, first, inverse = np.unique(records, return_index=True, return_inverse=True)
     unique = rows[first]
-    k = (rows.shape[1] - 1) // 2
+    w = (rows.shape[1] - 1) // 2
     inverse = inverse.ravel()
     ends = np.cumsum([len(m) for m in blocks])
     picks = np.split(inverse, ends[:-1])
-    return (np.ascontiguousarray(unique[:, :k]), np.ascontiguousarray(unique[:, k:2 * k]),
-            np.ascontiguousarray(unique[:, 2 * k]), picks)
+    return (np.ascontiguousarray(unique[:, :w]), np.ascontiguousarray(unique[:, w:2 * w]),
+            np.ascontiguousarray(unique[:, 2 * w]), picks)
 
 
-def _row_matrix(inst: Instance) -> np.ndarray:
-    """The instance's rows as one uint64 matrix, a then b then c (memoised)."""
-    m = inst.__dict__.get("_matrix")
+def _row_matrix(inst: Instance, cfg: AccumulatorConfig) -> np.ndarray:
+    """The instance's rows as one uint64 matrix, a then b (each packed with its scale
+    factors on a block-scaled unit) then c (memoised per scale layout)."""
+    layout = (cfg.scale_format, cfg.scales)
+    memo = inst.__dict__.setdefault("_matrix", {})
+    m = memo.get(layout)
     if m is None:
-        k = len(inst.a[0]) if inst.a else 0
-        m = np.empty((len(inst.c), 2 * k + 1), dtype=np.uint64)
-        if len(inst.c):
-            m[:, :k] = np.array(inst.a, dtype=np.uint64)
-            m[:, k:2 * k] = np.array(inst.b, dtype=np.uint64)
-            m[:, 2 * k] = np.array(inst.c, dtype=np.uint64)
-        inst.__dict__["_matrix"] = m
+        n, w = len(inst.c), cfg.row_width
+        m = np.empty((n, 2 * w + 1), dtype=np.uint64)
+        if n:
+            scales = ((inst.sa, inst.sb) if inst.sa is not None
+                      else unit_scales(cfg, n) or (None, None))
+            m[:, :w], m[:, w:2 * w] = pack(cfg, inst.a, inst.b, *scales)
+            m[:, 2 * w] = np.array(inst.c, dtype=np.uint64)
+        memo[layout] = m
     return m
 
 
@@ -325,7 +337,7 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
                 shape = (carrier, cfg.c_format, cfg.out_format, cfg.k)
                 have = {p.id for p, _ in todo}
                 for gi, (values, ps) in enumerate(groups):
-                    gkey = (gi, shape, cfg.in_format, cfg.b_fmt, values(fv))
+                    gkey = (gi, shape, cfg.in_format, cfg.b_fmt, cfg.scale_format, values(fv))
                     found = group_cache.get(gkey)
                     if found is None:
                         found = group_cache[gkey] = [
@@ -338,14 +350,12 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
                         todo.append((p, inst))
             outcomes: dict[str, list[tuple[Outcome, Any]]] = {}
             if todo:
-                bkey = tuple(id(inst) for _, inst in todo)
+                bkey = tuple(id(inst) for _, inst in todo) + (cfg.scale_format, cfg.scales)
                 batch = batch_cache.get(bkey)
                 if batch is None:
-                    batch = batch_cache[bkey] = _batch(todo)
+                    batch = batch_cache[bkey] = _batch(todo, cfg)
                 a_arr, b_arr, c_arr, maps = batch
-                # a block-scaled unit's rows carry scale factors of 1 (probes/port.py)
-                scales = unit_scales(cfg, len(c_arr)) or ()
-                out = evaluate(cfg, a_arr, b_arr, c_arr, *scales)
+                out = evaluate(cfg, a_arr, b_arr, c_arr)
                 calls += 1
                 total_rows += len(c_arr)
                 fout = get_format(cfg.out_format)

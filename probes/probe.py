@@ -60,6 +60,8 @@ class VectorSpec:
     b: Any
     c: Any
     sweep: dict[str, Any] | None
+    sa: Any = None  # block scaling: scale factor index -> value (1 where not given)
+    sb: Any = None
 
 
 @dataclass
@@ -84,6 +86,10 @@ class Instance:
     rows: dict[str, int] = field(default_factory=dict)  # plain vector -> row
     sweeps: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # (i, row)
     env: dict[str, Any] = field(default_factory=dict)
+    #: a scaled probe's scale factors per row (k / scale_block patterns each); None for
+    #: other probes, whose rows a block-scaled unit reads with scale factors of 1
+    sa: list[list[int]] | None = None
+    sb: list[list[int]] | None = None
 
 
 @dataclass
@@ -150,11 +156,21 @@ class Probe:
                 n.startswith(("a.", "b.")) for n in _names_in_data(exprs))
         return hit
 
+    @property
+    def scaled(self) -> bool:
+        """Whether the probe writes scale factors of its own (``sa``, ``sb``; it requires
+        scale_block): it applies to block-scaled units only, instantiated with their scale
+        format (``s.*`` constants)."""
+        return "scale_block" in self.requires
+
     # -- applicability ---------------------------------------------------------------
     def applies_to_formats(self, fin: str, fc: str, fout: str, k: int,
-                           fb: str | None = None) -> bool:
+                           fb: str | None = None, fs: str | None = None) -> bool:
         """``formats:``, ``k:`` and ``applies_if``; fb: b's format where it differs from
-        fin (a's), for a probe written per side."""
+        fin (a's), for a probe written per side; fs: the scale factors' format of a
+        block-scaled unit, which a scaled probe needs."""
+        if self.scaled and fs is None:
+            return False
         for role, name in zip(FORMAT_ROLES, (fin, fc, fout)):
             allowed = self.formats.get(role)
             if allowed is not None and name not in allowed:
@@ -162,7 +178,7 @@ class Probe:
         if self.ks is not None and k not in self.ks:
             return False
         if self.applies_if is not None:
-            env = base_env(fin, fc, fout, k, fb)
+            env = base_env(fin, fc, fout, k, fb, fs if self.scaled else None)
             try:
                 return bool(ex._truth(ex.evaluate(self.applies_if, env)))
             except ex.ExprError as e:
@@ -170,14 +186,15 @@ class Probe:
         return True
 
     def applies_when_holds(self, fin: str, fc: str, fout: str, k: int,
-                           decided: dict[str, int], fb: str | None = None) -> bool:
+                           decided: dict[str, int], fb: str | None = None,
+                           fs: str | None = None) -> bool:
         """``applies_when:``, a boolean over format constants, decided integer features and
         the probe's ``let`` names."""
         if self.applies_when is None:
             return True
         try:
             env = self._let_env(fin, fc, fout, k, decided,
-                                lambda name, node, env: ex.evaluate(node, env), fb)
+                                lambda name, node, env: ex.evaluate(node, env), fb, fs)
             return bool(ex._truth(ex.evaluate(self.applies_when, env)))
         except ex.ExprError as e:
             raise self.doc.error(("applies_when",), str(e)) from None
@@ -202,14 +219,15 @@ class Probe:
 
     def _let_env(self, fin: str, fc: str, fout: str, k: int, decided: dict[str, int],
                  evaluate: Callable[[str, Any, dict[str, Any]], Any],
-                 fb: str | None = None) -> dict[str, Any]:
+                 fb: str | None = None, fs: str | None = None) -> dict[str, Any]:
         """The names after ``let`` for these formats, k and decided features (memoised;
         the caller copies it before adding names).  ``evaluate(name, node, env)`` computes
         one ``let`` and reports its errors the caller's way."""
-        key = (fin, fc, fout, k, tuple(sorted(decided.items())), fb)
+        fs = fs if self.scaled else None
+        key = (fin, fc, fout, k, tuple(sorted(decided.items())), fb, fs)
         env = self._lets.get(key)
         if env is None:
-            env = base_env(fin, fc, fout, k, fb)
+            env = base_env(fin, fc, fout, k, fb, fs)
             env.update({n: Fraction(v) for n, v in decided.items()})
             for name, node in self.let:
                 env[name] = evaluate(name, node, env)
@@ -218,22 +236,33 @@ class Probe:
 
     # -- instantiation --------------------------------------------------------------
     def instantiate(self, fin: str, fc: str, fout: str, k: int,
-                    decided: dict[str, int] | None = None, fb: str | None = None) -> Instance:
+                    decided: dict[str, int] | None = None, fb: str | None = None,
+                    fs: str | None = None) -> Instance:
         """Concrete vectors; ``decided`` binds the integer names of ``requires``; ``fb``:
-        b's format where it differs from fin (a's), b's values then written in it."""
+        b's format where it differs from fin (a's), b's values then written in it; ``fs``:
+        the scale factors' format, in which a scaled probe's ``sa`` and ``sb`` are
+        written (``decided`` then binds scale_block)."""
         decided = dict(decided or {})
         fb = None if fb == fin else fb
-        key = (fin, fc, fout, k, tuple(sorted(decided.items()))) + ((fb,) if fb else ())
+        fs = fs if self.scaled else None
+        if self.scaled and (fs is None or "scale_block" not in decided):
+            raise self._error(("requires",), f"formats {fin}->{fout}: a scaled probe needs "
+                              f"the scale factors' format and scale_block")
+        key = (fin, fc, fout, k, tuple(sorted(decided.items()))) + ((fb,) if fb else ()) \
+            + ((("scale", fs),) if fs else ())
         fmt_in, fmt_c = get_format(fin), get_format(fc)
         fmt_b = get_format(fb or fin)
         env = dict(self._let_env(
             fin, fc, fout, k, decided,
-            lambda name, node, env: self._eval(node, env, ("let", name), fin, fout), fb))
+            lambda name, node, env: self._eval(node, env, ("let", name), fin, fout), fb, fs))
         inst = Instance(self, key, [], [], [], env=env)
+        fmt_s = get_format(fs) if fs is not None else None
+        if fmt_s is not None:
+            inst.sa, inst.sb = [], []
         for vec in self.vectors:
             if vec.sweep is None:
                 inst.rows[vec.name] = len(inst.c)
-                self._row(inst, vec, env, (fmt_in, fmt_b), fmt_c, k, fout)
+                self._row(inst, vec, env, (fmt_in, fmt_b), fmt_c, k, fout, fs=fmt_s)
                 continue
             var = vec.sweep["var"]
             lo, hi, step = (self._int(vec.sweep[n], env, vec.path + ("sweep", n), fin, fout)
@@ -253,7 +282,8 @@ class Probe:
                 senv = dict(env)
                 senv[var] = Fraction(i)
                 inst.sweeps[vec.name].append((i, len(inst.c)))
-                self._row(inst, vec, senv, (fmt_in, fmt_b), fmt_c, k, fout, f"{var}={i}")
+                self._row(inst, vec, senv, (fmt_in, fmt_b), fmt_c, k, fout, f"{var}={i}",
+                          fmt_s)
         return inst
 
     def _where(self, path: tuple) -> str:
@@ -279,7 +309,7 @@ class Probe:
 
     def _row(self, inst: Instance, vec: VectorSpec, env: dict[str, Any],
              sides: tuple[Format, Format], fmt_c: Format, k: int, fout: str,
-             tag: str = "") -> None:
+             tag: str = "", fs: Format | None = None) -> None:
         row = {}
         for side, fmt_in in zip(("a", "b"), sides):
             bits = [fmt_in.zero_bits(0)] * k
@@ -305,6 +335,22 @@ class Probe:
         inst.a.append(row["a"])
         inst.b.append(row["b"])
         inst.c.append(c)
+        if fs is not None:
+            self._scale_row(inst, vec, env, fs, k, fout, tag)
+
+    def _scale_row(self, inst: Instance, vec: VectorSpec, env: dict[str, Any], fs: Format,
+                   k: int, fout: str, tag: str) -> None:
+        """The row's scale factors: k / scale_block of each operand, 1 where not given."""
+        n = k // int(env["scale_block"])
+        for side in ("sa", "sb"):
+            bits = [fs.exact_bits(1)] * n
+            for pos_src, val_src in _entries(getattr(vec, side)):
+                where = vec.path + (side, pos_src)
+                for pos in self._positions(pos_src, env, where, fs.name, fout, n):
+                    term = f"vector {vec.name}{f' ({tag})' if tag else ''} {side}[{pos}]"
+                    penv = {**env, "pos": Fraction(pos)}
+                    bits[pos] = self._value(val_src, penv, fs, term, where, fout)
+            getattr(inst, side).append(bits)
 
     def _positions(self, src: Any, env: dict[str, Any], where: tuple, fin: str, fout: str,
                    k: int) -> list[int]:
@@ -439,17 +485,21 @@ def verified_configs(doc: Doc, spec: dict[str, Any], shape: tuple) -> frozenset:
     return frozenset(space.configs)
 
 
-def base_env(fin: str, fc: str, fout: str, k: int, fb: str | None = None) -> dict[str, Any]:
+def base_env(fin: str, fc: str, fout: str, k: int, fb: str | None = None,
+             fs: str | None = None) -> dict[str, Any]:
     """The names every probe expression may use: k and the constants of the input (in, and
-    per side a and b: b's are fb's where given), accumulator (c) and output formats (a fresh
-    dict the caller may extend)."""
-    return dict(_base_env(fin, fc, fout, k, fb or fin))
+    per side a and b: b's are fb's where given), accumulator (c) and output formats, and
+    of the scale factors' format (s) where fs is given (a fresh dict the caller may
+    extend)."""
+    return dict(_base_env(fin, fc, fout, k, fb or fin, fs))
 
 
 @functools.lru_cache(maxsize=1024)
-def _base_env(fin: str, fc: str, fout: str, k: int, fb: str) -> dict[str, Any]:
+def _base_env(fin: str, fc: str, fout: str, k: int, fb: str, fs: str | None
+              ) -> dict[str, Any]:
     env: dict[str, Any] = {"k": Fraction(k)}
-    for prefix, name in (("in", fin), ("a", fin), ("b", fb), ("acc", fc), ("out", fout)):
+    roles = [("in", fin), ("a", fin), ("b", fb), ("acc", fc), ("out", fout)]
+    for prefix, name in roles + ([("s", fs)] if fs else []):
         for cname, v in get_format(name).constants().items():
             env[f"{prefix}.{cname}"] = Fraction(v)
     return env

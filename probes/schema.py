@@ -30,7 +30,7 @@ PROBE_KEYS = {"id", "title", "feature", "source", "suite", "formats", "k", "appl
               "may_be_inconclusive", "verified_on"}
 VERIFIED_KEYS = {"fixed", "vary", "families", "exclude"}
 REQUIRED_KEYS = ("id", "title", "feature", "source", "vectors", "decide")
-VECTOR_KEYS = {"name", "a", "b", "c", "sweep"}
+VECTOR_KEYS = {"name", "a", "b", "c", "sweep", "sa", "sb"}
 RULE_KEYS = {"if", "first", "then", "not_found", "otherwise"}
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -171,6 +171,10 @@ def parse_probe(doc: Doc) -> Probe:
             lets.append((name, _parse_expr(doc, src, ("let", name))))
     vectors = _parse_vectors(doc)
     for v in vectors:
+        for side in ("sa", "sb"):
+            _need(doc, getattr(v, side) is None or "scale_block" in requires, v.path + (side,),
+                  "no scale factors: a probe writes them only when it lists scale_block "
+                  "in requires (a scaled probe, for block-scaled units)")
         if v.sweep is not None:
             taken = {"k", *requires} | {n for n, _ in lets}  # i: the first-rules' index
             _need(doc, v.sweep["var"] not in taken, v.path + ("sweep", "var"),
@@ -218,10 +222,11 @@ def _parse_vectors(doc: Doc) -> list[VectorSpec]:
         _need(doc, isinstance(name, str) and bool(NAME_RE.match(name)) and name not in names,
               path + ("name",), "a unique lower-case name")
         names.add(name)
-        for side in ("a", "b"):
+        for side in ("a", "b", "sa", "sb"):
             spec = v.get(side)
             _need(doc, spec is None or isinstance(spec, (dict, list)), path + (side,),
-                  "a mapping position -> value or a list of values")
+                  "a mapping position -> value or a list of values" if len(side) == 1 else
+                  "a mapping scale factor index -> value or a list of values")
             for pos, val in _entries(spec):
                 if isinstance(spec, dict) and not (isinstance(pos, int)
                                                    and not isinstance(pos, bool)):
@@ -246,7 +251,8 @@ def _parse_vectors(doc: Doc) -> list[VectorSpec]:
             lo, hi = _constant(sweep["from"]), _constant(sweep["to"])
             _need(doc, lo is None or hi is None or lo <= hi, path + ("sweep",),
                   f"from <= to (a sweep from {lo} to {hi} is empty)")
-        out.append(VectorSpec(name, path, v.get("a"), v.get("b"), v.get("c"), sweep))
+        out.append(VectorSpec(name, path, v.get("a"), v.get("b"), v.get("c"), sweep,
+                              v.get("sa"), v.get("sb")))
     return out
 
 
@@ -290,7 +296,8 @@ def _parse_rules(doc: Doc, feature: str, sweeps: set[str]) -> list[Rule]:
 def _check_names(probe: Probe) -> None:
     """Static check that every expression only uses names it may use."""
     doc = probe.doc
-    base = set(base_env("binary16", "binary32", "binary32", 1))
+    base = set(base_env("binary16", "binary32", "binary32", 1,
+                        fs="ue8m0" if probe.scaled else None))
     decided = set()
     for r in probe.requires:
         if r in INTEGER_FEATURES:
@@ -312,7 +319,7 @@ def _check_names(probe: Probe) -> None:
         if v.sweep:
             for part in ("from", "to", "step"):
                 _names_ok(doc, v.sweep[part], known, v.path + ("sweep", part))
-        for side in ("a", "b"):
+        for side in ("a", "b", "sa", "sb"):
             for pos, val in _entries(getattr(v, side)):
                 if isinstance(pos, str):
                     for part in pos.split("..", 1):

@@ -85,8 +85,10 @@ def _formats(p: Probe) -> str:
         v = p.formats.get(role)
         parts.append(f"{role}={'/'.join(v) if v else 'any'}")
     ks = "/".join(str(k) for k in p.ks) if p.ks else "any"
-    # written with a.* and b.*: instantiated for a unit's own a and b formats
-    return " ".join(parts) + f" k={ks}" + (" per-side" if p.per_side else "")
+    # written with a.* and b.*: instantiated for a unit's own a and b formats; scaled:
+    # scale factors of its own, for block-scaled units only
+    return (" ".join(parts) + f" k={ks}" + (" per-side" if p.per_side else "")
+            + (" scaled" if p.scaled else ""))
 
 
 def cmd_probes(args: argparse.Namespace) -> int:

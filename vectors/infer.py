@@ -187,7 +187,8 @@ def probe_decisions(suite: Suite, d: np.ndarray, truth: AccumulatorConfig | None
             # (probes/port.py): the same rows, sweeps and names, whose outputs it decides on
             inst = p.instantiate(r.get("carrier", suite.in_format), suite.c_format,
                                  suite.out_format, suite.k, bnd,
-                                 suite.operands[0] if p.per_side else None)
+                                 suite.operands[0] if p.per_side else None,
+                                 suite.scale_format)
         except MmaprobeError:
             continue
         if len(inst.c) != len(r["vectors"]):

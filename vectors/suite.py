@@ -118,14 +118,15 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
     # its products written again per side; block-scaled rows carry scale factors of 1
     # (probes/port.py; the record names the carrier, which infer instantiates again)
     first = sp.configs[0]
-    fa, fb = first.in_format, first.b_fmt
+    fa, fb, fs = first.in_format, first.b_fmt, first.scale_format
     if (fa, first.scales) != (fb, 0):
         notes.append("probes: instantiated for a's format or b's and written again product by "
                      "product (probes/port.py), or per side where a probe names a.* and b.*; "
-                     "rows with scale factors carry scale factors of 1")
+                     "rows with scale factors carry scale factors of 1, save those of scaled "
+                     "probes (sa, sb)")
     paths = files if files is not None else [str(p) for p in library_files("library")]
     probes = [p for p in load_probes(paths)
-              if any(p.applies_to_formats(x, sp.c_format, sp.out_format, sp.k, y)
+              if any(p.applies_to_formats(x, sp.c_format, sp.out_format, sp.k, y, fs)
                      for x, y in instantiation_formats(p, fa, fb))]
     records = []
     documents: dict[str, Any] = {}
@@ -159,8 +160,8 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
             key = tuple(sorted(bnd.items()))
             if key not in holds:
                 holds[key] = any(
-                    p.applies_to_formats(x, sp.c_format, sp.out_format, sp.k, y)
-                    and p.applies_when_holds(x, sp.c_format, sp.out_format, sp.k, bnd, y)
+                    p.applies_to_formats(x, sp.c_format, sp.out_format, sp.k, y, fs)
+                    and p.applies_when_holds(x, sp.c_format, sp.out_format, sp.k, bnd, y, fs)
                     for x, y in instantiation_formats(p, fa, fb))
             if holds[key]:
                 bindings.append(bnd)
@@ -179,10 +180,11 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
             for s, items in inst.sweeps.items():
                 for i, r in items:
                     names[r] = (s, i)
-            # rows as the model reads them: block-scaled ones with unit scale factors after
-            # the k values
-            rows_a, rows_b = pack(first, inst.a, inst.b,
-                                  *(unit_scales(first, len(inst.c)) or (None, None)))
+            # rows as the model reads them: block-scaled ones with the probe's scale
+            # factors, or scale factors of 1, after the k values
+            scales = ((inst.sa, inst.sb) if inst.sa is not None
+                      else unit_scales(first, len(inst.c)) or (None, None))
+            rows_a, rows_b = pack(first, inst.a, inst.b, *scales)
             vids = []
             for r in range(len(inst.c)):
                 name, idx = names[r]
@@ -208,12 +210,14 @@ def _instance(p: Any, sp: CandidateSpace, bnd: dict[str, int], fa: str, fb: str,
               notes: list[str]) -> tuple[Any, str]:
     """The instance of p with bindings bnd, its rows in a's and b's formats, and the
     carrier format it was instantiated for; (None, "") when no carrier gives one."""
+    fs = sp.configs[0].scale_format
     for carrier, fy in instantiation_formats(p, fa, fb):
-        if not (p.applies_to_formats(carrier, sp.c_format, sp.out_format, sp.k, fy)
-                and p.applies_when_holds(carrier, sp.c_format, sp.out_format, sp.k, bnd, fy)):
+        if not (p.applies_to_formats(carrier, sp.c_format, sp.out_format, sp.k, fy, fs)
+                and p.applies_when_holds(carrier, sp.c_format, sp.out_format, sp.k, bnd, fy,
+                                         fs)):
             continue
         try:
-            inst = p.instantiate(carrier, sp.c_format, sp.out_format, sp.k, bnd, fy)
+            inst = p.instantiate(carrier, sp.c_format, sp.out_format, sp.k, bnd, fy, fs)
         except InstantiationError as e:
             # no path of this machine in the suite: the probe file by name only
             msg = str(e).replace(p.file, Path(p.file).name)

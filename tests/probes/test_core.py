@@ -12,7 +12,7 @@ from mmaprobe.models.errors import SchemaError
 from mmaprobe.models.presets import list_presets
 from mmaprobe.models.space import CandidateSpace
 from mmaprobe.probes import expr as ex
-from mmaprobe.probes.checker import run_check
+from mmaprobe.probes.checker import _batch, run_check
 from mmaprobe.probes.library import library_files, load_probes, load_text, suite_probes
 from mmaprobe.probes.probe import InstantiationError
 from mmaprobe.vectors.cli import main
@@ -100,12 +100,48 @@ def test_probe_written_per_side() -> None:
         r.instantiate("e4m3", "binary32", "binary32", 4, fb="e2m1")  # no 2^-9 in e2m1
 
 
+def test_probe_with_scale_factors_of_its_own() -> None:
+    # sa and sb write a row's scale factors (1 where not given) in the unit's scale format,
+    # s.* are its constants; such a probe requires scale_block and applies to
+    # block-scaled units only
+    text = ("id: scaled\ntitle: t\nfeature: neab\nsource: s\nrequires: [scale_block]\n"
+            "vectors:\n  - {name: v, a: {0: 1}, b: {0: 1}, sa: {1: s.smin},"
+            " sb: {'0..k/scale_block-1': '2^s.emax'}}\n"
+            "decide:\n  - {if: 'v == 0', then: 0}\n  - otherwise: inconclusive\n")
+    (p,) = load_text(text, "s.yaml")
+    assert p.scaled
+    assert not p.applies_to_formats("e2m1", "binary32", "binary32", 64)
+    assert p.applies_to_formats("e2m1", "binary32", "binary32", 64, fs="ue4m3")
+    inst = p.instantiate("e2m1", "binary32", "binary32", 64, {"scale_block": 16}, fs="ue4m3")
+    assert inst.sa == [[0x38, 0x01, 0x38, 0x38]] and inst.sb == [[0x78] * 4]
+    # the checker packs them after the k values, as the model reads block-scaled rows
+    cfg = AccumulatorConfig(in_format="e2m1", k=64, algorithm="gdfs", nfma=16,
+                            scale_format="ue4m3", scale_block=16)
+    a, b, c, _ = _batch([(p, inst)], cfg)
+    assert a.shape == (1, 68) and list(a[0, 64:]) == [0x38, 0x01, 0x38, 0x38]
+    with pytest.raises(InstantiationError, match="scale factors' format and scale_block"):
+        p.instantiate("e2m1", "binary32", "binary32", 64, {"scale_block": 16})
+    with pytest.raises(InstantiationError, match=r"position 4 gives 4\.\.4, outside 0\.\.3"):
+        load_text(text.replace("sa: {1:", "sa: {4:"), "s.yaml")[0].instantiate(
+            "e2m1", "binary32", "binary32", 64, {"scale_block": 16}, fs="ue4m3")
+    with pytest.raises(SchemaError, match=r"s\.yaml:6: vectors\.0\.sa: expected no scale "
+                                          r"factors: a probe writes them only when it lists "
+                                          r"scale_block"):
+        load_text(text.replace("requires: [scale_block]\n", ""), "s.yaml")
+    with pytest.raises(SchemaError, match="unknown name 's.smin'"):
+        load_text(text.replace("requires: [scale_block]\n", "").replace(
+            ", sa: {1: s.smin}, sb: {'0..k/scale_block-1': '2^s.emax'}", ", c: s.smin"),
+            "s.yaml")
+
+
 def test_library_loads_and_lists(capsys) -> None:
     probes = load_probes(library_files() + library_files("published"))
     assert {p.id for p in probes} >= {"nfma-walk", "neab-scan", "fttn-t-blk-fma-width"}
     assert main(["probes", "--published"]) == 0
     lines = capsys.readouterr().out.splitlines()
     # probes written with a.* and b.* say so in the listing
+    (gdfs,) = [ln for ln in lines if ln.startswith("nfma-gdfs ")]
+    assert " scaled requires scale_block" in gdfs  # and those with scale factors of their own
     (scan,) = [ln for ln in lines if ln.startswith("neab-scan-sides ")]
     assert scan.split()[-1] == "nfma,interleave,subnormal_inputs,subnormal_products"
     assert " per-side " in scan and not any(
