@@ -217,6 +217,8 @@ def carry_needed(cfg: AccumulatorConfig) -> int:
     quantum 2^-F (rd), half of one (rne, rz_sticky) or not at all (rz); the fixed-point
     sum wraps at 2^(2 + carry_bits).
     """
+    if cfg.algorithm == "gdfs":
+        return _gdfs_carry_needed(cfg)
     b = _bounds(cfg)
     fin, fb, fc, fout = b["fin"], b["fb"], b["fc"], b["fout"]
     psig = Fraction(_top_sig(fin) * _top_sig(fb), 1 << (fin.t + fb.t))
@@ -224,6 +226,14 @@ def carry_needed(cfg: AccumulatorConfig) -> int:
         # the largest significand a normalised product has, not the largest product halved:
         # e4m3's 9 x 14 / 64 = 1.96875 stays in [1, 2), while 15 x 15 / 64 halves to 1.76
         psig = _max_normalised_product_sig(_top_sig(fin), _top_sig(fb))
+    if cfg.scale_format is not None:
+        # a block-scaled product (FDA, [XWYY25] Sec. IV-C) is a product of four factors:
+        # the scale factors' significands multiply it (ue8m0's are 1); normalised, it stays
+        # below 2
+        ssig = Fraction(_top_sig(get_format(cfg.scale_format)),
+                        1 << get_format(cfg.scale_format).t) ** 2
+        psig = min(psig * ssig, Fraction(2)) if cfg.product_normalisation == "normalised" \
+            else psig * ssig
     n = block_terms(cfg)
     n_prod = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
     if cfg.algorithm == "fdrda":
@@ -245,6 +255,28 @@ def carry_needed(cfg: AccumulatorConfig) -> int:
     while bound >= 1 << (2 + cb):
         cb += 1
     return cb
+
+def _gdfs_carry_needed(cfg: AccumulatorConfig) -> int:
+    """carry_needed of GDFS ([XWYY25] Sec. IV-E; engine_int._gdfs): a group's exact sum
+    times its scale factors is aligned at the scale factors' exponent sum, however large
+    the sum is, so in units of 2^emax each group is at most nfma products of the largest
+    values (e2m1: 6 x 6 = 36) times the scale significands' product (ue4m3: 1.875^2, at
+    any exponent), c below 2, and each term may round up by one quantum 2^-F (or half of
+    one).  Tight: 64 products 6 x 6 under scale factors 1.875 and c = 2 - 2^-20 sum to
+    8102 (NVFP4, K = 64), which 10 carry bits wrap and 11 do not."""
+    fa, fb = get_format(cfg.in_format), get_format(cfg.b_fmt)
+    fs = get_format(cfg.scale_format)
+    prod = Fraction(fa.fmax) * Fraction(fb.fmax)
+    ssig = Fraction(_top_sig(fs), 1 << fs.t) ** 2
+    up = {"rz": 0, "rz_sticky": Fraction(1, 2), "rne": Fraction(1, 2)}.get(
+        cfg.align_rounding, Fraction(1))
+    terms = cfg.k // cfg.nfma + 1
+    bound = cfg.k * prod * ssig + 2 + terms * up * Fraction(1, 1 << max(0, cfg.frac_bits))
+    cb = 0
+    while bound >= 1 << (2 + cb):
+        cb += 1
+    return cb
+
 
 def rounding_exact(cfg: AccumulatorConfig) -> bool:
     """Whether every fused block result is representable in the output (so the final
@@ -601,15 +633,28 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
 def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
     """Block scaling ([XWYY25] Sec. IV-C/E): scale factors move every product by a power of
     two, which the bounds above do not follow, so no equivalence is claimed; every other
-    value of the feature that gives a valid configuration counts, save the normalisation of
-    GDFS, whose groups align on their scale factors' exponents (engine_int._gdfs)."""
+    value of the feature that gives a valid configuration counts, save three: the
+    normalisation of GDFS, whose groups align on their scale factors' exponents
+    (engine_int._gdfs); carry bits at or above carry_needed, which counts the scale
+    factors' significands; and the flush of sums where no block takes one in."""
     if feature == "algorithm":
         return tuple(v for v in ALGORITHMS if v != cfg.algorithm
                      and _valid(cfg, algorithm=v))
     if feature == "product_normalisation" and cfg.algorithm == "gdfs":
         return ()
+    if feature == "carry_bits":
+        # the bound of carry_needed holds under scale factors (it counts their significands):
+        # every value at or above it is one unit, as without block scaling
+        need = carry_needed(cfg)
+        return tuple(v for v in CARRY_VALUES
+                     if (None if v is None or v >= need else v)
+                     != (None if cfg.carry_bits is None or cfg.carry_bits >= need
+                         else cfg.carry_bits) and _valid(cfg, carry_bits=v))
     if feature in _FLUSH_OF:
         stage = _FLUSH_OF[feature]
+        if stage == "sums" and (cfg.algorithm != "fused" or "output" in cfg.flush
+                                or not (cfg.blocks > 1 or cfg.interleave == "pairs")):
+            return ()  # no later block takes a sum in, or every block result is flushed
         other = tuple(x for x in FLUSH_STAGES if (x in cfg.flush) != (x == stage))
         return ("keep" if stage in cfg.flush else "flush",) if _valid(cfg, flush=other) \
             else ()

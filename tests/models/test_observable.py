@@ -20,6 +20,7 @@ from mmaprobe.models.observable import (
     NEAB_VALUES,
     _directed_pairs_exact,
     alternatives,
+    carry_needed,
     proven_classes,
 )
 from mmaprobe.models.rows import pool_rows
@@ -664,3 +665,24 @@ def test_carry_bound_of_normalised_products_is_their_largest_significand() -> No
         assert 64 < wide <= 65  # 32 x 1.96875 + c
         assert cut < 2
 
+
+def test_carry_bound_of_gdfs_groups_is_tight() -> None:
+    # a GDFS group is aligned at its scale factors' exponent however large its sum: 64
+    # products 6 x 6 under ue4m3 scale factors 1.875 and c just below 2 sum to 8102, which
+    # 10 carry bits wrap and 11 do not (models/observable.py _gdfs_carry_needed)
+    e2m1, ue4m3, f32 = get_format("e2m1"), get_format("ue4m3"), get_format("binary32")
+    cfg = AccumulatorConfig(in_format="e2m1", k=64, algorithm="gdfs", nfma=16,
+                            scale_format="ue4m3", scale_block=16)
+    assert carry_needed(cfg) == 11
+    assert alternatives(cfg, "carry_bits") == tuple(range(11))
+    a = np.full((1, 64), e2m1.exact_bits(6), np.uint64)
+    s = np.full((1, 4), ue4m3.exact_bits(Fraction(15, 8)), np.uint64)
+    c = np.array([f32.exact_bits(2 - Fraction(1, 2 ** 20))], np.uint64)
+    full = f32.to_fraction(int(evaluate(cfg, a, a, c, s, s)[0]))
+    assert 8101 < full < 8102  # 8102 - 2^-20, rounded to binary32
+    assert f32.to_fraction(int(evaluate(cfg.replace(carry_bits=11), a, a, c, s, s)[0])) == full
+    assert f32.to_fraction(int(evaluate(cfg.replace(carry_bits=10), a, a, c, s, s)[0])) < 4096
+    # on FDA, ue8m0 scale factors (powers of two) leave the bound of unit scale factors
+    fda = AccumulatorConfig(in_format="e4m3", k=32, nfma=16, neab=2, scale_format="ue8m0",
+                            scale_block=32)
+    assert carry_needed(fda) == carry_needed(fda.replace(scale_format=None, scale_block=None))

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from mmaprobe.models import evaluate
+from mmaprobe.models.formats import get_format
 from mmaprobe.models.presets import get_preset
 from mmaprobe.models.sampling import random_rows
 from mmaprobe.smt.constraints import Constraints
@@ -200,3 +201,51 @@ def test_probes_on_mixed_and_scaled_suites(tmp_path, capsys, preset):
     assert len(out["consistent"]) == 1, out["consistent"]
     neab = out["decided"]["neab"]
     assert neab["value"] == cfg.neab and neab["probes"], neab
+
+
+def test_scaled_probes_decide_gdfs_and_fda_features_in_suites(tmp_path, capsys):
+    # probes with scale factors of their own (probes/library/scaled.yaml) reach features
+    # that unit scale factors cannot: NVFP4 on GDFS aligns each group on its scale factors'
+    # exponents, and an FDA product below 2^-126 exists only under a small scale factor
+    space = tmp_path / "space.yaml"
+    space.write_text(
+        "id: nvfp4\nformats: {in: e2m1, c: binary32, out: binary32}\nk: 64\n"
+        "fixed: {algorithm: gdfs, scale_format: ue4m3, scale_block: 16}\n"
+        "vary: {nfma: [4, 16], neab: [0, 2], final_rounding: [rz, rne]}\n"
+        "---\nid: mxfp8\nformats: {in: e4m3, c: binary32, out: binary32}\nk: 32\n"
+        "fixed: {nfma: 16, neab: 2, scale_format: ue8m0, scale_block: 32}\n"
+        "vary: {flush: [[], [products], [sums]]}\n")
+    for sid, fmt, sf, sb, k, truth in (
+            ("nvfp4", "e2m1", "ue4m3", 16, 64,
+             "{in_format: e2m1, k: 64, algorithm: gdfs, nfma: 4, neab: 2, "
+             "final_rounding: rne, scale_format: ue4m3, scale_block: 16}"),
+            ("mxfp8", "e4m3", "ue8m0", 32, 32,
+             "{in_format: e4m3, k: 32, nfma: 16, neab: 2, flush: [products], "
+             "scale_format: ue8m0, scale_block: 32}")):
+        one = tmp_path / f"{sid}.yaml"
+        one.write_text(space.read_text().split("---\n")[0 if sid == "nvfp4" else 1])
+        config = tmp_path / f"{sid}-config.yaml"
+        config.write_text(truth + "\n")
+        suite, obs = tmp_path / f"{sid}.json", tmp_path / f"{sid}-obs.json"
+        assert main(["suite", "--in", fmt, "--scale", sf, "--scale-block", str(sb),
+                     "--out", "binary32", "--c", "binary32", "--k", str(k), "--space",
+                     str(one), "--smt-seconds", "0", "--jobs", "1", "-o", str(suite)]) == 0
+        data = json.loads(suite.read_text())
+        scaled = [r for r in data["generator"]["probe_instances"]
+                  if r["probe"].endswith(("-gdfs", "-gdfs-sticky", "-scaled"))]
+        assert scaled and all(r["bindings"]["scale_block"] == sb for r in scaled)
+        # their rows carry scale factors other than 1
+        one_bits = get_format(sf).exact_bits(1)
+        vids = {v for r in scaled for v in r["vectors"]}
+        rows = [v for v in data["vectors"] if v["id"] in vids]
+        assert any(int(x, 16) != one_bits for v in rows for x in v["scale_a"])
+        assert main(["run", str(suite), "--config", str(config), "-o", str(obs)]) == 0
+        capsys.readouterr()
+        assert main(["infer", str(suite), str(obs), "--space", str(one), "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert len(out["consistent"]) == 1, out["consistent"]
+        feature = "nfma" if sid == "nvfp4" else "subnormal_products"
+        want = 4 if sid == "nvfp4" else "flush"
+        got = out["decided"][feature]
+        assert got["value"] == want and any(p.endswith(("gdfs", "scaled")) for p in
+                                            got["probes"]), got
