@@ -229,10 +229,11 @@ def carry_needed(cfg: AccumulatorConfig) -> int:
     if cfg.scale_format is not None:
         # a block-scaled product (FDA, [XWYY25] Sec. IV-C) is a product of four factors:
         # the scale factors' significands multiply it (ue8m0's are 1); normalised, it stays
-        # below 2
-        ssig = Fraction(_top_sig(get_format(cfg.scale_format)),
-                        1 << get_format(cfg.scale_format).t) ** 2
-        psig = min(psig * ssig, Fraction(2)) if cfg.product_normalisation == "normalised" \
+        # below 2 by at least one unit of its last bit (_max_normalised_product_sig)
+        fs = get_format(cfg.scale_format)
+        ssig = Fraction(_top_sig(fs), 1 << fs.t) ** 2
+        top = 2 - Fraction(1, 1 << (fin.p + fb.p + 2 * fs.p - 1))
+        psig = min(psig * ssig, top) if cfg.product_normalisation == "normalised" \
             else psig * ssig
     n = block_terms(cfg)
     n_prod = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
@@ -467,8 +468,9 @@ def _top_sig(fmt) -> int:
 
 @functools.lru_cache(maxsize=64)
 def _max_normalised_product_sig(ma: int, mb: int) -> Fraction:
-    """max over 1 <= i <= ma, 1 <= j <= mb of i * j scaled into [1, 2); 2 (an upper bound
-    no product reaches) where ma has more than 16 bits.
+    """max over 1 <= i <= ma, 1 <= j <= mb of i * j scaled into [1, 2); where ma has more
+    than 16 bits, the bound 2 - 2^-(bits of ma + bits of mb - 1), which none exceeds (i * j
+    has at most that many bits after its leading one).
 
     Per i and binade [2^m, 2^(m+1)) the largest i * j in it has j = (2^(m+1) - 1) // i, so
     the search takes ma * log2(ma mb) steps, not ma * mb.
@@ -479,7 +481,7 @@ def _max_normalised_product_sig(ma: int, mb: int) -> Fraction:
     Fraction(3, 2)
     """
     if ma.bit_length() > 16:
-        return Fraction(2)
+        return 2 - Fraction(1, 1 << (ma.bit_length() + mb.bit_length() - 1))
     best = Fraction(1)
     for i in range(1, ma + 1):
         for m in range(_flog2_int(i), _flog2_int(i * mb) + 1):
