@@ -55,6 +55,9 @@ def evaluate(cfg: AccumulatorConfig, a, b, c, scale_a=None, scale_b=None,
         chunk_memo = None if memo is None else memo.setdefault(lo, {})
         if scales is None:
             out[lo:hi] = run(cfg, a[lo:hi], b[lo:hi], c[lo:hi], memo=chunk_memo)
+        elif run is run_float:
+            out[lo:hi] = run(cfg, a[lo:hi], b[lo:hi], c[lo:hi],
+                             (scales[0][lo:hi], scales[1][lo:hi]), memo=chunk_memo)
         else:
             out[lo:hi] = run_int(cfg, a[lo:hi], b[lo:hi], c[lo:hi],
                                  (scales[0][lo:hi], scales[1][lo:hi]))
@@ -155,14 +158,24 @@ def _check_shapes(cfg: AccumulatorConfig, a, b, c):
 _FLOAT_ACC = ("binary32", "binary16", "bfloat16")
 
 
+def _scale_bits(cfg: AccumulatorConfig) -> int:
+    """Integer bits a product gains from its scale factors' significands (ue4m3: below 2
+    each; ue8m0: none, powers of two)."""
+    if cfg.scale_format is None or get_format(cfg.scale_format).p == 1:
+        return 0
+    return 2
+
+
 @functools.lru_cache(maxsize=256)
 def _engine(cfg: AccumulatorConfig):
     fin, fb = get_format(cfg.in_format), get_format(cfg.b_fmt)
-    if (cfg.algorithm == "fused" and cfg.scale_format is None
+    # block-scaled FDA too: scale factors add at most 2 x 4 significand bits and keep
+    # every product within float64's normal range (engine_float.block_products)
+    if (cfg.algorithm == "fused"
             and all((f.width <= 16 or f.name == "tf32") and f.p <= 13 for f in (fin, fb))
             and (cfg.c_format in _FLOAT_ACC or cfg.c_placement == "late")
             and cfg.out_format in _FLOAT_ACC
-            and cfg.frac_bits + 3 + log2ceil(cfg.nfma + 1) <= 53):
+            and cfg.frac_bits + 3 + _scale_bits(cfg) + log2ceil(cfg.nfma + 1) <= 53):
         return run_float
     return run_int
 

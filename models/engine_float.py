@@ -6,7 +6,9 @@ at most 2 x 13 significand bits are exact; scaling by a power of two is exact (n
 comes near the float64 subnormal range); truncation (trunc/floor/rint) to the alignment
 quantum is exact; the aligned integers are below 2**(F + 3) and their sum below 2**53, so
 every addition is exact; the final rounding scales the exact sum by a power of two and
-rounds it to an integer, which is exact too.  Special values, the late addition of c and
+rounds it to an integer, which is exact too.  Block scaling on FDA ([XWYY25] Sec. IV-C)
+multiplies each product by two scale factors: at most two more 4-bit significands, and
+magnitudes that stay within float64's normal range.  Special values, the late addition of c and
 the block order are shared with :mod:`.engine_int`.
 """
 
@@ -70,12 +72,19 @@ def _float_bits(fmt: Format, v) -> np.ndarray:
 def product_key(cfg: AccumulatorConfig) -> tuple:
     """What the blocks' products depend on besides the rows (see :func:`block_products`)."""
     return ("float", cfg.in_format, cfg.b_fmt, "inputs" in cfg.flush,
-            cfg.interleave == "pairs", cfg.nfma, cfg.product_normalisation)
+            cfg.interleave == "pairs", cfg.nfma, cfg.product_normalisation,
+            cfg.scale_format, cfg.scale_block)
 
 
-def block_products(cfg: AccumulatorConfig, a, b, memo: dict | None = None) -> list[tuple]:
+def block_products(cfg: AccumulatorConfig, a, b, memo: dict | None = None,
+                   scales=None) -> list[tuple]:
     """Per block: the exact products p (n, nfma), their alignment exponents pe and the
     largest exponent of a non-zero product per row (DEAD where none).
+
+    ``scales`` (block scaling, FDA: [XWYY25] Sec. IV-C): the (n, k / scale_block) scale
+    factors of a and b; a product is then a_i b_i S_a S_b, exact in float64 (at most four
+    13-bit significands, magnitudes within 2^-300 .. 2^280), aligned at the sum of the four
+    exponent fields, as engine_int._products has it.
 
     ``memo`` (a dict the caller keeps while it evaluates configurations on the same a and
     b) holds the last :func:`product_key`'s blocks: evaluating configurations in order of
@@ -90,16 +99,25 @@ def block_products(cfg: AccumulatorConfig, a, b, memo: dict | None = None) -> li
     a, b = in_block_order(cfg, a, b)
     ia = (a >> np.uint64(fin.pad)).astype(np.intp) if fin.pad else a.astype(np.intp)
     ib = (b >> np.uint64(fb.pad)).astype(np.intp) if fb.pad else b.astype(np.intp)
+    if scales is not None:
+        # one column per product (interleave is 'none' with scales)
+        vals, exs = _tables(get_format(cfg.scale_format), False)
+        sfa, sfb = (np.repeat(x.astype(np.intp), cfg.scale_block, axis=1) for x in scales)
     n = cfg.nfma
     blocks = []
     with np.errstate(invalid="ignore", over="ignore"):
         for blk in range(cfg.blocks):
             sa, sb = ia[:, blk * n:(blk + 1) * n], ib[:, blk * n:(blk + 1) * n]
             p = val[sa] * valb[sb]
+            if scales is not None:
+                ta, tb = sfa[:, blk * n:(blk + 1) * n], sfb[:, blk * n:(blk + 1) * n]
+                p = p * vals[ta] * vals[tb]
             if cfg.product_normalisation == "normalised":
                 pe = _flog2(p)
             else:
                 pe = ex[sa] + exb[sb]
+                if scales is not None:
+                    pe = pe + exs[ta] + exs[tb]
             emax = np.where(p != 0, pe, DEAD).max(1)
             for x in (p, pe, emax):
                 x.flags.writeable = False  # shared by the configurations of one memo
@@ -110,9 +128,10 @@ def block_products(cfg: AccumulatorConfig, a, b, memo: dict | None = None) -> li
     return blocks
 
 
-def run_float(cfg: AccumulatorConfig, a, b, c, memo: dict | None = None) -> np.ndarray:
+def run_float(cfg: AccumulatorConfig, a, b, c, scales=None,
+              memo: dict | None = None) -> np.ndarray:
     """Fused blocks (FDA/CoFDA) in float64, exact by the module docstring's argument
-    (``memo``: see :func:`block_products`)."""
+    (``scales`` and ``memo``: see :func:`block_products`)."""
     fout = get_format(cfg.out_format)
     F = cfg.frac_bits
     mode, amode = cfg.final_rounding, cfg.align_rounding
@@ -122,7 +141,7 @@ def run_float(cfg: AccumulatorConfig, a, b, c, memo: dict | None = None) -> np.n
     fc = get_format(cfg.c_format)
     acc, acc_fmt = (np.zeros_like(c), fout) if late else (c, fc)
     with np.errstate(invalid="ignore", over="ignore"):
-        for blk, (p, pe, emax) in enumerate(block_products(cfg, a, b, memo)):
+        for blk, (p, pe, emax) in enumerate(block_products(cfg, a, b, memo, scales)):
             p_in = p  # the products before overflow: the input specials decide first
             if cfg.product_overflow:
                 p = np.where(np.abs(p) >= 2.0 ** 128, p * np.inf, p)

@@ -187,7 +187,8 @@ def test_float_engine_matches_integer_engine(cfg):
     for kind in KINDS:
         a, b, c = random_rows(cfg, 2 * accumulator.CHUNK + 17, rng, kind)
         fast = evaluate(cfg, a, b, c)
-        slow = engine_int.run_int(cfg, a, b, c)
+        a, b, scale_a, scale_b = accumulator.unpack(cfg, a, b)  # packed scale factors
+        slow = engine_int.run_int(cfg, a, b, c, None if scale_a is None else (scale_a, scale_b))
         bad = np.flatnonzero(fast != slow)
         assert bad.size == 0, (cfg.describe(), kind, bad[:5])
 
