@@ -635,10 +635,12 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
 def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
     """Block scaling ([XWYY25] Sec. IV-C/E): scale factors move every product by a power of
     two, which the bounds above do not follow, so no equivalence is claimed; every other
-    value of the feature that gives a valid configuration counts, save three: the
+    value of the feature that gives a valid configuration counts, save four: the
     normalisation of GDFS, whose groups align on their scale factors' exponents
     (engine_int._gdfs); carry bits at or above carry_needed, which counts the scale
-    factors' significands; and the flush of sums where no block takes one in."""
+    factors' significands; the flush of sums where no block takes one in; and the flush of
+    products as _stage_observable has it (its arguments hold for any product below 2^-126,
+    and it counts the scale factors in the smallest product)."""
     if feature == "algorithm":
         return tuple(v for v in ALGORITHMS if v != cfg.algorithm
                      and _valid(cfg, algorithm=v))
@@ -657,6 +659,8 @@ def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...
         if stage == "sums" and (cfg.algorithm != "fused" or "output" in cfg.flush
                                 or not (cfg.blocks > 1 or cfg.interleave == "pairs")):
             return ()  # no later block takes a sum in, or every block result is flushed
+        if stage == "products" and not _stage_observable(cfg, "products"):
+            return ()  # no product so small, or none an output of that range can show
         other = tuple(x for x in FLUSH_STAGES if (x in cfg.flush) != (x == stage))
         return ("keep" if stage in cfg.flush else "flush",) if _valid(cfg, flush=other) \
             else ()
@@ -787,8 +791,11 @@ def _stage_observable(cfg: AccumulatorConfig, stage: str) -> bool:
     b = _bounds(cfg)
     fin, fb = b["fin"], b["fb"]
     if stage == "products":
-        # products below binary32's smallest normal are flushed ([XWYY25] FDRDA, GPS)
+        # products below binary32's smallest normal are flushed ([XWYY25] FDRDA, GPS); a
+        # block-scaled product also has its scale factors (at least the smallest each)
         small = (fin.fmin * fb.fmin if "inputs" in cfg.flush else fin.smin * fb.smin)
+        if cfg.scale_format is not None:
+            small *= get_format(cfg.scale_format).smin ** 2
         if small >= _B32.fmin:
             return False
         fout = get_format(cfg.out_format)

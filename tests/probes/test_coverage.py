@@ -53,6 +53,17 @@ def test_matrix_subset_decided(fin: str, fout: str, k: int) -> None:
     _assert_decided(rep)
 
 
+@pytest.mark.parametrize("fin,fout,k", [("e4m3@ue8m0", "binary32", 32),
+                                         ("e2m1@ue4m3", "binary32", 64),
+                                         ("e4m3xe2m1@ue8m0", "binary16", 64)])
+def test_matrix_block_scaled_cells_never_wrong(fin: str, fout: str, k: int) -> None:
+    # block-scaled rows of the matrix (not in its baseline yet: probe_matrix.SCALED_IN):
+    # every probe that applies is right, with unit scale factors or scale factors of its own
+    rep = run_check(LIBRARY, [matrix.matrix_space(fin, fout, k)], gaps=GAPS)
+    assert rep.configurations > 0
+    assert not [(r.probe.id, r.counterexamples[:1]) for r in rep.results if r.failed]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("fin", matrix.ALL_IN)
 def test_matrix_full(fin: str) -> None:
@@ -267,24 +278,20 @@ def test_sticky_blocks_with_c_wider_than_the_output() -> None:
 
 
 def test_mixed_and_block_scaled_units_without_the_gaps() -> None:
-    # probes reach mixed-format and block-scaled units through probes/port.py; where they
-    # decide nothing, silence is still a failure (without gaps.yaml): observable.py claims
-    # no equivalence under scale factors, so on FDA with scale factors the carry bits and
-    # the subnormal products and sums stay undecided, and GDFS (groups aligned on the
-    # scale factors) gets no neab, nfma or rounding; e4m3 x e5m2 is decided throughout
+    # probes reach mixed-format and block-scaled units through probes/port.py and, under
+    # scale factors, with scale factors of their own (probes/library/scaled.yaml): with no
+    # known gap to lean on, every observable feature of an MXFP8 unit on FDA, an NVFP4
+    # unit on GDFS and e4m3 x e5m2 is decided (until 2026-11-24 the first two left the
+    # carry bits and subnormal products and sums, and neab, nfma, both roundings, the carry
+    # bits and the subnormal output, undecided)
     from mmaprobe.models.presets import get_preset
 
     fda = get_preset("b200-e4m3-fp32-ue8m0-b32").config
     gdfs = AccumulatorConfig(in_format="e2m1", k=64, algorithm="gdfs", nfma=16, neab=12,
                              scale_format="ue4m3", scale_block=16)
     mixed = AccumulatorConfig(in_format="e4m3", b_format="e5m2", k=32, nfma=16, neab=2)
-    undecided = {}
     for cfg in (fda, gdfs, mixed):
         rep = run_check(LIBRARY, [CandidateSpace("t", "<t>", [cfg])])
         assert not [r.probe.id for r in rep.results if r.wrong or r.errors]
-        undecided[cfg] = {c.feature for c in rep.coverage if c.undecided}
-        assert rep.failed == bool(undecided[cfg])
-    assert undecided[fda] == {"carry_bits", "subnormal_products", "subnormal_sums"}
-    assert undecided[gdfs] == {"neab", "nfma", "align_rounding", "final_rounding",
-                               "carry_bits", "subnormal_output"}
-    assert undecided[mixed] == set()
+        assert not rep.failed and not {c.feature for c in rep.coverage if c.undecided}
+        assert sum(c.decided for c in rep.coverage) >= 8
