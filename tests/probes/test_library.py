@@ -297,6 +297,15 @@ vary:
   product_normalisation: [denormalised, normalised]
   carry_bits: [null, 3]
   flush: [[], [products], [sums], [output]]
+---
+id: mxfp8-binary16
+formats: {in: e4m3, c: binary16, out: binary16}
+k: [32]
+fixed: {scale_format: ue8m0, scale_block: 32, neab: 2}
+vary:
+  nfma: [8, 32]
+  final_rounding: [rz, rne, ru, rd]
+  flush: [[], [products]]
 """
 
 
