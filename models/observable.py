@@ -257,6 +257,7 @@ def carry_needed(cfg: AccumulatorConfig) -> int:
         cb += 1
     return cb
 
+
 def _gdfs_carry_needed(cfg: AccumulatorConfig) -> int:
     """carry_needed of GDFS ([XWYY25] Sec. IV-E; engine_int._gdfs): a group's exact sum
     times its scale factors is aligned at the scale factors' exponent sum, however large

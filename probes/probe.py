@@ -346,14 +346,16 @@ class Probe:
             bits = [fs.exact_bits(1)] * n
             for pos_src, val_src in _entries(getattr(vec, side)):
                 where = vec.path + (side, pos_src)
-                for pos in self._positions(pos_src, env, where, fs.name, fout, n):
+                for pos in self._positions(pos_src, env, where, fs.name, fout, n,
+                                           "k/scale_block"):
                     term = f"vector {vec.name}{f' ({tag})' if tag else ''} {side}[{pos}]"
                     penv = {**env, "pos": Fraction(pos)}
                     bits[pos] = self._value(val_src, penv, fs, term, where, fout)
             getattr(inst, side).append(bits)
 
     def _positions(self, src: Any, env: dict[str, Any], where: tuple, fin: str, fout: str,
-                   k: int) -> list[int]:
+                   k: int, count: str = "k") -> list[int]:
+        """The positions an entry names, within 0 .. k - 1 (``count``: what k counts)."""
         if isinstance(src, int) and not isinstance(src, bool):
             lo = hi = src
         else:
@@ -367,7 +369,7 @@ class Probe:
         if not (0 <= lo <= hi < k):
             raise InstantiationError(f"probe {self.id} ({self.file}:{self.doc.line(where)}), "
                                      f"formats {fin}->{fout}: position {src!r} gives "
-                                     f"{lo}..{hi}, outside 0..{k - 1} for k={k}")
+                                     f"{lo}..{hi}, outside 0..{k - 1} for {count}={k}")
         return list(range(lo, hi + 1))
 
     def _names_of(self, src: Any) -> tuple[str, ...]:

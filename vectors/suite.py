@@ -115,8 +115,9 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
     """
     sp = bld.space
     # b in a format of its own: a probe is instantiated for a's format, else for b's, and
-    # its products written again per side; block-scaled rows carry scale factors of 1
-    # (probes/port.py; the record names the carrier, which infer instantiates again)
+    # its products written again per side; block-scaled rows carry scale factors of 1, or a
+    # scaled probe's own (probes/port.py; the record names the carrier, which infer
+    # instantiates again)
     first = sp.configs[0]
     fa, fb, fs = first.in_format, first.b_fmt, first.scale_format
     if (fa, first.scales) != (fb, 0):

@@ -31,10 +31,10 @@ ALL_IN = ["binary64", "binary32", "tf32", "bfloat16", "binary16", "e4m3", "e5m2"
           "e2m3xe2m1", "binary16xbfloat16"]
 #: block-scaled ("@scale format", SCALE_BLOCK products per scale factor): MXFP8/6/4 on FDA
 #: and GDFS, NVFP4 on GDFS, Blackwell's mixed f8f6f4 with MX scale factors.  Not in the
-#: baseline yet (run them with --in): 0 wrong, but 23 154 of their 189 578 observable
+#: baseline yet (run them with --in): 0 wrong, but 18 906 of their 189 578 observable
 #: configuration-features undecided on 2026-11-24 (models/observable.py claims no
 #: equivalence under scale factors where the plain rules would; GDFS with one scale block
-#: per row has no probe)
+#: per row has no group-size probe)
 SCALED_IN = ["e4m3@ue8m0", "e5m2@ue8m0", "e3m2@ue8m0", "e2m1@ue8m0", "e2m1@ue4m3",
              "e4m3xe2m1@ue8m0"]
 ALL_OUT = ["binary64", "binary32", "binary16", "bfloat16"]

@@ -121,7 +121,8 @@ def test_probe_with_scale_factors_of_its_own() -> None:
     assert a.shape == (1, 68) and list(a[0, 64:]) == [0x38, 0x01, 0x38, 0x38]
     with pytest.raises(InstantiationError, match="scale factors' format and scale_block"):
         p.instantiate("e2m1", "binary32", "binary32", 64, {"scale_block": 16})
-    with pytest.raises(InstantiationError, match=r"position 4 gives 4\.\.4, outside 0\.\.3"):
+    with pytest.raises(InstantiationError, match=r"position 4 gives 4\.\.4, outside 0\.\.3 for "
+                                                 r"k/scale_block=4"):
         load_text(text.replace("sa: {1:", "sa: {4:"), "s.yaml")[0].instantiate(
             "e2m1", "binary32", "binary32", 64, {"scale_block": 16}, fs="ue4m3")
     with pytest.raises(SchemaError, match=r"s\.yaml:6: vectors\.0\.sa: expected no scale "
