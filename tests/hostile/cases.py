@@ -1706,6 +1706,27 @@ for cid, text, ln, fld, why in [
 ]:
     ments = [P] + ([fld] if fld else [])
     chk(f"probe-{cid}", text, line=ln, mentions=ments, why=why)
+# scale factors of a probe's own (sa, sb): only with scale_block in requires, in the
+# unit's scale format, within k / scale_block
+SCALED_SPACE = ("id: mx\nformats: {in: e4m3, c: binary32, out: binary32}\nk: [32]\n"
+                "fixed: {scale_format: ue8m0, scale_block: 32}\nvary: {neab: [0, 2]}\n")
+chk("probe-sa-without-scale-block", PROBE_OK.replace('    b: {0: "1"}', '    b: {0: "1"}\n'
+                                                     '    sa: {0: "2^-3"}'),
+    line=11, mentions=[P, "sa", "scale_block"],
+    why="scale factors in a probe that does not require scale_block")
+chk("probe-s-name-unscaled", probe_with_value("s.emax"), line=VAL_LINE,
+    mentions=[P, "s.emax"], why="s.* constants outside a scaled probe")
+SCALED_PROBE = probe_text(formats="{in: [e4m3], out: [binary32]}",
+                          requires="[scale_block]").replace(
+    '    b: {0: "1"}', '    b: {0: "1"}\n    sa: {0: "SV"}')
+chk("probe-sa-unrepresentable", SCALED_PROBE.replace("SV", "3"), space=SCALED_SPACE,
+    mentions=[P, "ue8m0", "sa[0]"],
+    why="a scale factor 3 that ue8m0 (powers of two) cannot hold")
+chk("probe-sa-position-out-of-range", SCALED_PROBE.replace('{0: "SV"}', '{1: "2"}'),
+    space=SCALED_SPACE, mentions=[P, "k/scale_block=1"],
+    why="scale factor index 1 with one scale factor per row (k = scale_block = 32)")
+chk("probe-scaled-ok", SCALED_PROBE.replace("SV", "2^-3"), space=SCALED_SPACE, expect=0,
+    mentions=[], why="valid: a scaled probe on a block-scaled space")
 chk("probe-dup-id-two-files", PROBE_OK, mentions=["t-base"],
     why="two probe files with the same id").argv[1:1] = ["--probe-file", "probe.yaml"]
 CASES[-1].files.update(base("probe.yaml"))

@@ -59,7 +59,7 @@ DEFAULT = (
     # schema: a duplicate JSON key, JSON nested 100 000 deep
     "schema-suite-dup-keys", "schema-suite-deep-nesting",
     # probe: an empty sweep, an integer feature decided as 1/3 (file and line of 'then')
-    "probe-sweep-from-gt-to", "probe-rule-then-bad",
+    "probe-sweep-from-gt-to", "probe-rule-then-bad", "probe-sa-unrepresentable",
     # smt: constraints given as a configuration, an impossible exponent range
     "smt-distinguish-config-is-cons", "smt-distinguish-cons-impossible",
     # unicode: a full-width digit, non-ASCII file names (valid)
