@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from mmaprobe.models.accumulator import evaluate, pack, unit_scales
+from mmaprobe.models.accumulator import evaluate
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.features import expression_bindings, feature_value
 from mmaprobe.models.formats import get_format
@@ -258,13 +258,10 @@ def _row_matrix(inst: Instance, cfg: AccumulatorConfig) -> np.ndarray:
     memo = inst.__dict__.setdefault("_matrix", {})
     m = memo.get(layout)
     if m is None:
-        n, w = len(inst.c), cfg.row_width
-        m = np.empty((n, 2 * w + 1), dtype=np.uint64)
-        if n:
-            scales = ((inst.sa, inst.sb) if inst.sa is not None
-                      else unit_scales(cfg, n) or (None, None))
-            m[:, :w], m[:, w:2 * w] = pack(cfg, inst.a, inst.b, *scales)
-            m[:, 2 * w] = np.array(inst.c, dtype=np.uint64)
+        w = cfg.row_width
+        m = np.empty((len(inst.c), 2 * w + 1), dtype=np.uint64)
+        m[:, :w], m[:, w:2 * w] = inst.packed(cfg)
+        m[:, 2 * w] = np.array(inst.c, dtype=np.uint64)
         memo[layout] = m
     return m
 

@@ -18,7 +18,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from mmaprobe.models import limits
+from mmaprobe.models.accumulator import pack, unit_scales
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.errors import MmaprobeError, SchemaError
 from mmaprobe.models.formats import Format, FormatError, get_format
@@ -90,6 +93,16 @@ class Instance:
     #: other probes, whose rows a block-scaled unit reads with scale factors of 1
     sa: list[list[int]] | None = None
     sb: list[list[int]] | None = None
+
+    def packed(self, cfg: AccumulatorConfig) -> tuple[np.ndarray, np.ndarray]:
+        """The rows of a and b as cfg reads them: on a block-scaled unit each packed with its
+        scale factors (the probe's own, else 1) after the k values (accumulator.pack)."""
+        if not self.c:
+            empty = np.empty((0, cfg.row_width), dtype=np.uint64)
+            return empty, empty.copy()
+        scales = ((self.sa, self.sb) if self.sa is not None
+                  else unit_scales(cfg, len(self.c)) or (None, None))
+        return pack(cfg, self.a, self.b, *scales)
 
 
 @dataclass

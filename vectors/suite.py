@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from mmaprobe.models import limits
-from mmaprobe.models.accumulator import pack, unit_scales
 from mmaprobe.models.errors import InputError
 from mmaprobe.models.features import expression_bindings, feature_value
 from mmaprobe.models.observable import proven_classes
@@ -181,11 +180,7 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
             for s, items in inst.sweeps.items():
                 for i, r in items:
                     names[r] = (s, i)
-            # rows as the model reads them: block-scaled ones with the probe's scale
-            # factors, or scale factors of 1, after the k values
-            scales = ((inst.sa, inst.sb) if inst.sa is not None
-                      else unit_scales(first, len(inst.c)) or (None, None))
-            rows_a, rows_b = pack(first, inst.a, inst.b, *scales)
+            rows_a, rows_b = inst.packed(first)  # rows as the model reads them
             vids = []
             for r in range(len(inst.c)):
                 name, idx = names[r]
