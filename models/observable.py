@@ -244,18 +244,38 @@ def carry_needed(cfg: AccumulatorConfig) -> int:
     one = _single_product_acc(cfg)
     if one is not None:
         acc = one
-    # alignment moves a term's magnitude up by less than one quantum 2^-F (rd: a negative
-    # term's two's-complement truncation), by half of one at most (rne; rz_sticky: the
-    # truncation plus a sticky half quantum), and never (rz: truncation): with rz a sum of
-    # products just below 4 each stays below the next power of two (binary64 inputs at
-    # K = 2: two (2 - 2^-52)^2 never reach 8, so one carry bit is as good as unbounded)
+    return _carry_bits_below(n_prod * psig + n_acc * acc + n * _round_up(cfg))
+
+
+def _round_up(cfg: AccumulatorConfig) -> Fraction:
+    """How far alignment may move a term's magnitude up, in units of 2^emax: less than one
+    quantum 2^-F (rd: a negative term's two's-complement truncation), half of one at most
+    (rne; rz_sticky: the truncation plus a sticky half quantum), never (rz: truncation).
+    With rz a sum of products just below 4 each stays below the next power of two
+    (binary64 inputs at K = 2: two (2 - 2^-52)^2 never reach 8, so one carry bit is as good
+    as unbounded)."""
     up = {"rz": 0, "rz_sticky": Fraction(1, 2), "rne": Fraction(1, 2)}.get(
         cfg.align_rounding, Fraction(1))
-    bound = n_prod * psig + n_acc * acc + n * up * Fraction(1, 1 << max(0, cfg.frac_bits))
+    return up * Fraction(1, 1 << max(0, cfg.frac_bits))
+
+
+def _carry_bits_below(bound: Fraction) -> int:
+    """The fewest carry bits with which no sum up to ``bound`` (units of 2^emax) wraps: the
+    fixed-point sum wraps at 2^(2 + carry_bits)."""
     cb = 0
     while bound >= 1 << (2 + cb):
         cb += 1
     return cb
+
+
+def _carry_alternatives(cfg: AccumulatorConfig) -> tuple[Any, ...]:
+    """Carry-bit values some input tells from cfg's: those at or above carry_needed are one
+    unit (as unbounded), each below it a unit of its own."""
+    need = carry_needed(cfg)
+
+    def cls(v: int | None) -> int | None:
+        return None if v is None or v >= need else v
+    return tuple(v for v in CARRY_VALUES if cls(v) != cls(cfg.carry_bits))
 
 
 def _gdfs_carry_needed(cfg: AccumulatorConfig) -> int:
@@ -270,14 +290,8 @@ def _gdfs_carry_needed(cfg: AccumulatorConfig) -> int:
     fs = get_format(cfg.scale_format)
     prod = Fraction(fa.fmax) * Fraction(fb.fmax)
     ssig = Fraction(_top_sig(fs), 1 << fs.t) ** 2
-    up = {"rz": 0, "rz_sticky": Fraction(1, 2), "rne": Fraction(1, 2)}.get(
-        cfg.align_rounding, Fraction(1))
     terms = cfg.k // cfg.nfma + 1
-    bound = cfg.k * prod * ssig + 2 + terms * up * Fraction(1, 1 << max(0, cfg.frac_bits))
-    cb = 0
-    while bound >= 1 << (2 + cb):
-        cb += 1
-    return cb
+    return _carry_bits_below(cfg.k * prod * ssig + 2 + terms * _round_up(cfg))
 
 
 def rounding_exact(cfg: AccumulatorConfig) -> bool:
@@ -599,11 +613,7 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
     if feature == "carry_bits":
         if alg not in ("fused", "fdrda"):
             return ()
-        need = carry_needed(cfg)
-
-        def cls(v: int | None) -> int | None:
-            return None if v is None or v >= need else v
-        return tuple(v for v in CARRY_VALUES if cls(v) != cls(cfg.carry_bits))
+        return _carry_alternatives(cfg)
     if feature == "c_placement":
         if alg != "fused":
             return ()
@@ -648,13 +658,8 @@ def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...
     if feature == "product_normalisation" and cfg.algorithm == "gdfs":
         return ()
     if feature == "carry_bits":
-        # the bound of carry_needed holds under scale factors (it counts their significands):
-        # every value at or above it is one unit, as without block scaling
-        need = carry_needed(cfg)
-        return tuple(v for v in CARRY_VALUES
-                     if (None if v is None or v >= need else v)
-                     != (None if cfg.carry_bits is None or cfg.carry_bits >= need
-                         else cfg.carry_bits) and _valid(cfg, carry_bits=v))
+        # the bound of carry_needed holds under scale factors (it counts their significands)
+        return _carry_alternatives(cfg)
     if feature in _FLUSH_OF:
         stage = _FLUSH_OF[feature]
         if stage == "sums" and (cfg.algorithm != "fused" or "output" in cfg.flush

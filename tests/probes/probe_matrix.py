@@ -53,11 +53,11 @@ def matrix_space(fin: str, fout: str, k: int) -> CandidateSpace:
     fa, _, fb = fmts.partition("x")
     block = SCALE_BLOCK[sf] if sf else None
     operands = (fb or fa, sf or None, block) if fb or sf else None
+    sid = f"matrix-{fin}-{fout}-k{k}"
     if block and k % block:
-        sp = CandidateSpace(f"matrix-{fin}-{fout}-k{k}", "matrix.yaml", [])
-        return sp
+        return CandidateSpace(sid, "matrix.yaml", [])
     (sp,) = load_spaces([SPACES_DIR / "matrix.yaml"], (fa, fout, fout, k), operands=operands)
-    sp.id = f"matrix-{fin}-{fout}-k{k}"
+    sp.id = sid
     return sp
 
 
