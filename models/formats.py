@@ -41,6 +41,8 @@ class Format:
                'ue8m0', 'ue4m3'
     width      bits in the stored pattern (tf32 lives in a 32-bit binary32 container)
     pad        low bits of the container that the format ignores (13 for tf32)
+    top        the largest exponent where it lies below the exponent field's own (the
+               virtual carrier formats of :func:`pair_carrier`), else None
     """
 
     name: str
@@ -50,6 +52,7 @@ class Format:
     kind: str = "ieee"
     width: int = 0
     pad: int = 0
+    top: int | None = None
 
     # -- derived constants -------------------------------------------------
     @property
@@ -83,6 +86,8 @@ class Format:
 
     @property
     def emax(self) -> int:
+        if self.top is not None:
+            return self.top
         top = (1 << self.ebits) - 1
         if self.kind == "ieee":
             return top - 1 - self.bias
@@ -427,17 +432,52 @@ ALIASES = {
 
 
 def get_format(name: str | Format) -> Format:
-    """Look a format up by canonical name or alias (case-insensitive)."""
+    """Look a format up by canonical name or alias (case-insensitive), or the virtual
+    carrier "A~B" of :func:`pair_carrier`."""
     if isinstance(name, Format):
         return name
     key = str(name).strip().lower()
     key = ALIASES.get(key, key)
+    if "~" in key:
+        return pair_carrier(*key.split("~", 1))
     try:
         return FORMATS[key]
     except KeyError:
         raise FormatError(
             f"unknown format {name!r}; valid formats: {', '.join(FORMATS)} "
             f"(aliases: {', '.join(sorted(ALIASES))})") from None
+
+
+#: formats whose pairs get a virtual carrier: patterns of at most this many bits, so that
+#: probes/port.py can search every factor of one format for a product
+PAIR_CARRIER_BITS = 8
+
+
+@functools.cache
+def pair_carrier(fa: str, fb: str) -> Format:
+    """The virtual input format "fa~fb" that probes written for one input format (``in.*``)
+    are instantiated for on a unit whose a is in fa and b in fb: the precision of the
+    narrower, and exponents halfway between the two formats' own, so that its products
+    span nearly what the pair's products span (e3m2 x e4m3: 2^-12 to 2^13.6 against 2^-13
+    to 2^13.6, where e3m2's own reach 2^-8 to 2^9.6 and e4m3's lie beyond the pair's top).
+    No infinity or NaN: probes/port.py writes each product again with a in fa and b in fb,
+    the same value and the same exponent field sum.
+
+    >>> v = pair_carrier("e3m2", "e4m3")
+    >>> v.name, v.t, v.emin, v.emax, v.smin, v.fmax
+    ('e3m2~e4m3', 2, -4, 6, Fraction(1, 64), Fraction(112, 1))
+    >>> get_format("e3m2~e4m3") is v
+    True
+    """
+    a, b = get_format(fa), get_format(fb)
+    if a == b or max(a.bits, b.bits) > PAIR_CARRIER_BITS or not (a.signed and b.signed):
+        raise FormatError(f"no virtual carrier for {fa} x {fb}: two different signed "
+                          f"formats of at most {PAIR_CARRIER_BITS} bits are needed")
+    emin = -((-(a.emin + b.emin)) // 2)  # ceil: subnormals at the pair's grid or above
+    emax = (a.emax + b.emax) // 2
+    ebits, t = max(1, (emax - emin + 2).bit_length()), min(a.t, b.t)
+    return Format(f"{a.name}~{b.name}", ebits, t, 1 - emin, "finite", width=1 + ebits + t,
+                  top=emax)
 
 
 # -- vectorised decode -------------------------------------------------------

@@ -18,6 +18,14 @@ becomes 2^-112 * 2^-14 in bfloat16 x binary16): the product, its exponent field 
 positions are unchanged.  A probe one of whose products carries over in no way does not
 apply to the unit (its bit patterns written as hex carry over only where the formats agree).
 
+Where a probe applies for neither A nor B, a pair of narrow formats offers a third carrier:
+the virtual format A~B (models/formats.py, ``pair_carrier``), with the narrower precision
+and exponents halfway between, whose products span nearly the pair's (e3m2 x e4m3: 2^-12 to
+2^13.6, where e3m2's own stop at 2^-8 and e4m3's top lies beyond the pair's).  Its normal
+factors trade powers of two as above; a product with a subnormal factor is written again
+with the same value, the same exponent field sum and again some factor subnormal, which is
+all the unit sees of it (flushing inputs zeroes the product either way).
+
 Rows of a block-scaled unit carry unit scale factors (``accumulator.unit_scales``: the scale
 format's 1 in every block), so the probe's products are the unit's.
 
@@ -37,29 +45,42 @@ from dataclasses import replace
 from fractions import Fraction
 
 from mmaprobe.models.config import AccumulatorConfig
-from mmaprobe.models.formats import Format, FormatError, get_format
+from mmaprobe.models.formats import Format, FormatError, get_format, pair_carrier
 
 from .probe import Instance, Probe
 
 
 def carriers(cfg: AccumulatorConfig) -> tuple[str, ...]:
     """The input formats a probe may be instantiated for on cfg: a's, then b's if it
-    differs.
+    differs, then the pair's virtual carrier (models/formats.py, ``pair_carrier``) where
+    both are narrow.
 
     >>> carriers(AccumulatorConfig(in_format="e4m3", b_format="e5m2", k=32))
-    ('e4m3', 'e5m2')
+    ('e4m3', 'e5m2', 'e4m3~e5m2')
+    >>> carriers(AccumulatorConfig(in_format="binary16", b_format="bfloat16", k=32))
+    ('binary16', 'bfloat16')
     """
-    return tuple(dict.fromkeys((cfg.in_format, cfg.b_fmt)))
+    return _carriers(cfg.in_format, cfg.b_fmt)
+
+
+@functools.cache
+def _carriers(fa: str, fb: str) -> tuple[str, ...]:
+    if fa == fb:
+        return (fa,)
+    try:
+        return (fa, fb, pair_carrier(fa, fb).name)
+    except FormatError:
+        return (fa, fb)
 
 
 def instantiation_formats(probe: Probe, fa: str, fb: str) -> list[tuple[str, str | None]]:
     """How ``probe`` may be instantiated for a unit with a in fa and b in fb, in order of
     preference: (the format it is instantiated for, b's format where the probe writes b's
     values in it).  A probe written per side (``a.*``, ``b.*``) takes the unit's own formats;
-    any other is tried for a's format, then b's, as a carrier."""
+    any other is tried for each of :func:`carriers` in turn."""
     if probe.per_side:
         return [(fa, None if fb == fa else fb)]
-    return [(x, None) for x in dict.fromkeys((fa, fb))]
+    return [(x, None) for x in _carriers(fa, fb)]
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -130,8 +151,12 @@ def port_product(xa: int, xb: int, carrier: str, fa: str, fb: str) -> tuple[int,
             return ya, yb
     x, a, b = get_format(carrier), get_format(fa), get_format(fb)
     da, db = x.decode(xa), x.decode(xb)
-    if not all(d[0] == "finite" and d[2] >> x.t for d in (da, db)):
+    if not all(d[0] == "finite" for d in (da, db)):
         return None
+    if not all(d[2] >> x.t for d in (da, db)):
+        # a, b's own subnormals carry over in place; a virtual carrier's may not
+        virtual = x.top is not None
+        return _port_subnormal_product(da, db, x, a, b) if virtual else None
     best = None
     for (_, su, gu, eu), (_, sv, gv, ev) in ((da, db), (db, da)):
         for shift in range(a.emin - eu, a.emax - eu + 1):
@@ -144,6 +169,39 @@ def port_product(xa: int, xb: int, carrier: str, fa: str, fb: str) -> tuple[int,
             if ya is not None and yb is not None:
                 best = (abs(shift), ya, yb)
     return None if best is None else best[1:]
+
+
+def _port_subnormal_product(da: tuple, db: tuple, x: Format, a: Format,
+                            b: Format) -> tuple[int, int] | None:
+    """Factors (in a, in b) of a product of the carrier x with a subnormal factor: the
+    same value, the same exponent field sum and a subnormal factor again (what flushing
+    inputs acts on), each factor keeping its sign, in place or swapped; the factor in a
+    nearest the carrier's own.  Only a virtual carrier's subnormals need it (a subnormal of
+    a or b's own format carries over in place): 2^-6 x 2^-6 of e3m2~e4m3 (exponent fields
+    -4 and -4) is 2^-4 x 2^-8 in e3m2 x e4m3 (fields -2 and -6)."""
+    value = Fraction(da[2] * db[2]) * Fraction(2) ** (da[3] + db[3] - 2 * x.t)
+    fields = da[3] + db[3]
+    best = None
+    for (su, _, eu), (sv, _, _) in ((da[1:], db[1:]), (db[1:], da[1:])):
+        for ya in _finite_positive(a):
+            _, _, ga, ea = a.decode(ya)
+            yb = b.exact_bits(value / a.to_fraction(ya))
+            if yb is None:
+                continue
+            _, _, gb, eb = b.decode(yb)
+            if ea + eb != fields or (ga >> a.t and gb >> b.t):
+                continue
+            if best is None or abs(ea - eu) < best[0]:
+                sign_a = ya | (su << (a.bits - 1))
+                sign_b = yb | (sv << (b.bits - 1))
+                best = (abs(ea - eu), sign_a, sign_b)
+    return None if best is None else best[1:]
+
+
+@functools.cache
+def _finite_positive(fmt: Format) -> tuple[int, ...]:
+    """Every positive finite pattern of a narrow format."""
+    return tuple(y for y in range(1, 1 << (fmt.bits - 1)) if fmt.decode(y)[0] == "finite")
 
 
 def _normal_bits(fmt: Format, sign: int, sig: int, exp: int, t: int) -> int | None:
