@@ -1426,8 +1426,8 @@ def proven_classes(configs: list[AccumulatorConfig]) -> np.ndarray:
     """Labels (0..m-1, in order of first appearance) of the classes of configurations these
     rules prove to give the same output on every input.
 
-    Two configurations of plain rows (one input format, no scale factors) that differ in
-    one checked feature are joined when the second's value is not among the first's
+    Two configurations of rows without scale factors (a and b in one format or two) that
+    differ in one checked feature are joined when the second's value is not among the first's
     :func:`alternatives` (or only in product_overflow, where no product reaches 2^128);
     classes are the transitive closure (equality of outputs is transitive).  Configurations
     the rules cannot join stay apart, so a class never holds two units that some input
@@ -1450,9 +1450,10 @@ def proven_classes(configs: list[AccumulatorConfig]) -> np.ndarray:
     for feature in CHECKED_FEATURES + ("product_overflow",):
         groups: dict[tuple, list[int]] = {}
         for i, cfg in enumerate(configs):
-            # plain rows only: the rules' equivalences are tested on them
-            # (tests/models/test_observable.py); under block scaling they claim none anyway
-            if cfg.operands == (cfg.in_format, None, None):
+            # rows without scale factors only: the rules' equivalences are tested on them,
+            # a and b in one format or two (tests/models/test_observable.py); under block
+            # scaling they claim few, and those only for the checker
+            if cfg.operands[1:] == (None, None):
                 groups.setdefault(_without(cfg, feature), []).append(i)
         for members in groups.values():
             if len(members) < 2:
