@@ -111,6 +111,7 @@ def test_proven_classes_hold_on_the_model(fin: str, fout: str, k: int, share: fl
 SHAPES = [("binary16", "binary32", 4), ("e2m1", "binary32", 8), ("e4m3", "binary16", 16),
           # a and b in formats of their own: the rules bound products by both factors
           ("e4m3xe5m2", "binary32", 8), ("e2m1xe3m2", "binary16", 8),
+          ("e2m3xe2m1", "binary32", 16),
           pytest.param("binary16xbfloat16", "binary32", 4, marks=pytest.mark.slow),
           pytest.param("e5m2xe4m3", "binary16", 16, marks=pytest.mark.slow),
           pytest.param("bfloat16", "bfloat16", 4, marks=pytest.mark.slow),

@@ -219,3 +219,52 @@ def test_per_side_late_scan_reaches_the_pairs_grid():
     done = {r.probe.id: r.correct for r in rep.results
             if r.probe.id.startswith("neab-late-scan-sides")}
     assert done == {"neab-late-scan-sides": 6, "neab-late-scan-sides-sticky": 2}
+
+
+def test_virtual_carrier_reaches_what_neither_format_does(monkeypatch):
+    # e3m2 x e4m3 into binary32, two-term blocks with c late: final-rounding-cross needs
+    # products that e3m2's few binades do not hold and whose top e4m3 puts beyond the pair's;
+    # instantiated for the virtual format e3m2~e4m3 it applies and decides the rounding
+    import mmaprobe.probes.checker as checker
+    from mmaprobe.models.space import CandidateSpace
+
+    cfgs = [AccumulatorConfig(in_format="e3m2", b_format="e4m3", k=16, nfma=1, neab=0,
+                              c_placement="late", final_rounding=fr)
+            for fr in ("rz", "rne", "rd", "ru")]
+    space = [CandidateSpace("t", "<t>", cfgs)]
+    probes = load_probes(library_files())
+    rep = checker.run_check(probes, space, coverage=("final_rounding",))
+    (cov,) = rep.coverage
+    assert cov.observable == cov.decided == len(cfgs)
+    (cross,) = [r for r in rep.results if r.probe.id == "final-rounding-cross"]
+    assert cross.correct >= 2 and not cross.wrong and not rep.failed
+    monkeypatch.setattr(checker, "carriers", lambda cfg: (cfg.in_format, cfg.b_fmt))
+    rep = checker.run_check(probes, space, coverage=("final_rounding",))
+    assert rep.coverage[0].decided < len(cfgs)
+
+
+def test_per_side_two_term_chains_read_the_pairs_grid():
+    # e3m2 x e4m3 into binary32, blocks of one product with c late: F = 23 to 26 need a term
+    # 2^-13 (both smallest subnormals) next to 2^12, or, at F = 26, next to the sum of eight
+    # blocks of 2^12: neab-2t-chain-sides reads them exactly, and
+    # product-normalisation-2t-chain-sides the normalisation up to F = 25 (2^-13 one
+    # quantum below 2.25 x 2^12), where the ported probes stop at the normal products' 2^-8
+    from mmaprobe.models.space import CandidateSpace
+    from mmaprobe.probes.checker import run_check
+
+    cfgs = [AccumulatorConfig(in_format="e3m2", b_format="e4m3", k=16, nfma=1, neab=neab,
+                              c_placement="late", align_rounding=align,
+                              product_normalisation=pn)
+            for neab in (0, 2, 3) for align in ("rz", "rne")
+            for pn in ("denormalised", "normalised")]
+    probes = load_probes(library_files())
+    rep = run_check(probes, [CandidateSpace("t", "<t>", cfgs)],
+                    coverage=("neab", "product_normalisation"))
+    assert not any(r.wrong for r in rep.results)
+    reach = {"neab": len(cfgs), "product_normalisation": 8}  # neab 0 and 2
+    for cov in rep.coverage:
+        assert cov.observable == len(cfgs) and cov.decided >= reach[cov.feature], cov.feature
+    for pid, n in (("neab-2t-chain-sides", len(cfgs)),
+                   ("product-normalisation-2t-chain-sides", 8)):
+        (r,) = [r for r in rep.results if r.probe.id == pid]
+        assert r.correct == n and not r.wrong, pid
