@@ -268,3 +268,20 @@ def test_per_side_two_term_chains_read_the_pairs_grid():
                    ("product-normalisation-2t-chain-sides", 8)):
         (r,) = [r for r in rep.results if r.probe.id == pid]
         assert r.correct == n and not r.wrong, pid
+
+
+def test_per_side_chain_under_a_final_rne():
+    # as above under round-to-nearest-even: eight blocks of 2^12 sum to 2^15, and
+    # -(1 + 2^-m) 2^-10 (1 + 2^-m on e4m3's side, 2^-4 a subnormal e3m2) meets the midpoint
+    # below it once its last bit is dropped: F = 24 to 26 exactly
+    from mmaprobe.models.space import CandidateSpace
+    from mmaprobe.probes.checker import run_check
+
+    cfgs = [AccumulatorConfig(in_format="e3m2", b_format="e4m3", k=16, nfma=1, neab=neab,
+                              c_placement="late", final_rounding="rne")
+            for neab in (-10, 0, 1, 2, 3)]
+    probes = load_probes(library_files())
+    rep = run_check(probes, [CandidateSpace("t", "<t>", cfgs)], coverage=("neab",))
+    assert rep.coverage[0].decided == rep.coverage[0].observable == len(cfgs)
+    (r,) = [r for r in rep.results if r.probe.id == "neab-2t-chain-rne-sides"]
+    assert r.correct == len(cfgs) and not r.wrong
