@@ -41,8 +41,8 @@ class Format:
                'ue8m0', 'ue4m3'
     width      bits in the stored pattern (tf32 lives in a 32-bit binary32 container)
     pad        low bits of the container that the format ignores (13 for tf32)
-    top        the largest exponent where it lies below the exponent field's own (the
-               virtual carrier formats of :func:`pair_carrier`), else None
+    top        emax where it is set apart from what the exponent field could hold (the
+               virtual carriers of :func:`pair_carrier`), else None
     """
 
     name: str

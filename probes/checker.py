@@ -327,8 +327,9 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
                          f"{ci}/{len(space.configs)}")
             todo: list[tuple[Probe, Instance]] = []
             # probes speak one input format: on a unit whose b has a format of its own they
-            # are instantiated for a's format, else for b's, and written again per side
-            # (probes/port.py); a probe applies at most once
+            # are instantiated for a's format, else for b's, else for the pair's virtual
+            # carrier, and written again per side (probes/port.py); a probe applies at most
+            # once
             fv = tuple(feature_value(cfg, n) for n in all_names)
             for carrier in carriers(cfg):
                 shape = (carrier, cfg.c_format, cfg.out_format, cfg.k)

@@ -113,17 +113,17 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
     exactly these probes on any machine.
     """
     sp = bld.space
-    # b in a format of its own: a probe is instantiated for a's format, else for b's, and
-    # its products written again per side; block-scaled rows carry scale factors of 1, or a
-    # scaled probe's own (probes/port.py; the record names the carrier, which infer
-    # instantiates again)
+    # b in a format of its own: a probe is instantiated for a's format, else for b's, else
+    # for the pair's virtual carrier A~B, and its products written again per side;
+    # block-scaled rows carry scale factors of 1, or a scaled probe's own (probes/port.py;
+    # the record names the carrier, which infer instantiates again)
     first = sp.configs[0]
     fa, fb, fs = first.in_format, first.b_fmt, first.scale_format
     if (fa, first.scales) != (fb, 0):
-        notes.append("probes: instantiated for a's format or b's and written again product by "
-                     "product (probes/port.py), or per side where a probe names a.* and b.*; "
-                     "rows with scale factors carry scale factors of 1, save those of scaled "
-                     "probes (sa, sb)")
+        notes.append("probes: instantiated for a's format, b's or the pair's virtual carrier "
+                     "and written again product by product (probes/port.py), or per side "
+                     "where a probe names a.* and b.*; rows with scale factors carry scale "
+                     "factors of 1, save those of scaled probes (sa, sb)")
     paths = files if files is not None else [str(p) for p in library_files("library")]
     probes = [p for p in load_probes(paths)
               if any(p.applies_to_formats(x, sp.c_format, sp.out_format, sp.k, y, fs)
