@@ -312,6 +312,33 @@ def rounding_exact(cfg: AccumulatorConfig) -> bool:
     return bits <= p_out and low_ok
 
 
+def _scaled_rounding_exact(cfg: AccumulatorConfig) -> bool:
+    """rounding_exact for block-scaled FDA units ([XWYY25] Sec. IV-C), where a product is
+    a x b x S_a x S_b: a block aligned at E keeps F bits below it (and a sticky half
+    quantum), so its sum is a multiple of q = 2^(E - F - sticky) below n 2^(E + h): n
+    terms, each a product of significands below 2^h (h = 2 for two factors, 4 with the
+    significands of ue4m3 scale factors; 1 normalised) or an accumulator below 2^(E + 1).
+    It has at most F + sticky + h + clog2 n bits, and q lies on the output's grid when E
+    does not go below the smallest exponent of any non-zero term: a product's lies on its
+    grid, whatever the scale factors, c's at its emin, an earlier block's at the output's.
+    e4m3 under ue8m0 scale factors into binary64: 23 + 2 + 6 bits at most, a quantum far
+    above 2^-1074, so no block result ever rounds."""
+    if cfg.algorithm != "fused":
+        return False
+    fin, fb, fs = (get_format(cfg.in_format), get_format(cfg.b_fmt),
+                   get_format(cfg.scale_format))
+    fc, fout = get_format(cfg.c_format), get_format(cfg.out_format)
+    p_out = (cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t) + 1
+    quantum = fout.emin - (p_out - 1)
+    sticky = int(cfg.align_rounding == "rz_sticky")
+    h = 1 if cfg.product_normalisation == "normalised" else 2 + 2 * (fs.t > 0)
+    grid = (fin.emin - fin.t) + (fb.emin - fb.t) + 2 * (fs.emin - fs.t)
+    c_in_blocks = cfg.c_placement == "early"
+    e_low = min(grid, fc.emin if c_in_blocks else grid, fout.emin)
+    bits = cfg.frac_bits + sticky + h + _clog2(block_terms(cfg))
+    return bits <= p_out and e_low - cfg.frac_bits - sticky >= quantum
+
+
 def rounding_flushed(cfg: AccumulatorConfig) -> bool:
     """Whether every fused block result that the final rounding rounds is flushed: the
     output stage flushes subnormals, and a block sum of few bits needs rounding only far
@@ -646,17 +673,23 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
 def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
     """Block scaling ([XWYY25] Sec. IV-C/E): scale factors move every product by a power of
     two, which the bounds above do not follow, so no equivalence is claimed; every other
-    value of the feature that gives a valid configuration counts, save four: the
+    value of the feature that gives a valid configuration counts, save five: the
     normalisation of GDFS, whose groups align on their scale factors' exponents
     (engine_int._gdfs); carry bits at or above carry_needed, which counts the scale
-    factors' significands; the flush of sums where no block takes one in; and the flush of
+    factors' significands; the flush of sums where no block takes one in; the flush of
     products as _stage_observable has it (its arguments hold for any product below 2^-126,
-    and it counts the scale factors in the smallest product)."""
+    and it counts the scale factors in the smallest product); and the final rounding of
+    FDA blocks whose results are always outputs (_scaled_rounding_exact)."""
     if feature == "algorithm":
         return tuple(v for v in ALGORITHMS if v != cfg.algorithm
                      and _valid(cfg, algorithm=v))
     if feature == "product_normalisation" and cfg.algorithm == "gdfs":
         return ()
+    if feature == "final_rounding" and _scaled_rounding_exact(cfg):
+        # every block result is an output: only an exact zero's sign shows round-down
+        if not _zero_sign_shows_rd(cfg):
+            return ()
+        return tuple(v for v in ROUNDING_MODES if (v == "rd") != (cfg.final_rounding == "rd"))
     if feature == "carry_bits":
         # the bound of carry_needed holds under scale factors (it counts their significands)
         return _carry_alternatives(cfg)

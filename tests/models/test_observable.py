@@ -24,7 +24,8 @@ from mmaprobe.models.observable import (
     proven_classes,
 )
 from mmaprobe.models.rows import pool_rows
-from mmaprobe.models.space import neighbourhood
+from mmaprobe.models.sampling import pack_scales
+from mmaprobe.models.space import SPACES_DIR, load_spaces, neighbourhood
 
 _DOMAIN = {
     "neab": NEAB_VALUES, "carry_bits": CARRY_VALUES,
@@ -77,6 +78,8 @@ def _rows(cfg: AccumulatorConfig, n: int, seed: int):
     rb = (rng.integers(0, 1 << fb.bits, size=(m, cfg.k)).astype(np.uint64)
           << np.uint64(fb.pad))
     rc = rng.integers(0, 1 << min(fc.bits, 63), size=m).astype(np.uint64) << np.uint64(fc.pad)
+    if cfg.scales:  # any scale factors: extreme exponents, ue4m3 zeros, NaN
+        ra, rb = pack_scales(cfg, ra, rb, rng, "edge")
     return np.concatenate([a, ra]), np.concatenate([b, rb]), np.concatenate([c, rc])
 
 
@@ -136,6 +139,37 @@ def test_claimed_equivalences_hold_on_the_model(fin: str, fout: str, k: int) -> 
                 alt = _variant(cfg, f, v)
                 got = evaluate(alt, a, b, c)
                 bad = np.flatnonzero(got != ref)
+                assert not len(bad), (f"{cfg.describe()}: {f}={v!r} claimed equivalent, "
+                                       f"row {bad[0]} differs")
+                checked += 1
+    assert checked > 0
+
+
+SCALED_SHAPES = [("e4m3", "ue8m0", 32, "binary64"), ("e2m1", "ue4m3", 16, "binary64"),
+                 ("e2m1", "ue4m3", 16, "binary32"),
+                 pytest.param("e3m2", "ue8m0", 32, "bfloat16", marks=pytest.mark.slow),
+                 pytest.param("e5m2", "ue8m0", 64, "binary16", marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("fin,sf,k,fout", SCALED_SHAPES)
+def test_claimed_equivalences_hold_under_scale_factors(fin: str, sf: str, k: int,
+                                                       fout: str) -> None:
+    """As above for block-scaled units (the matrix's configurations, one scale factor per
+    block of k products): random scale factors reach products far below and above the
+    plain ones, where some claims of the plain rules would fail."""
+    (space,) = load_spaces([SPACES_DIR / "matrix.yaml"], (fin, fout, fout, k),
+                           operands=(fin, sf, k))
+    rng = np.random.default_rng(k)
+    pick = rng.choice(len(space.configs), size=min(30, len(space.configs)), replace=False)
+    checked = 0
+    for i in sorted(pick.tolist()):
+        cfg = space.configs[i]
+        a, b, c = _rows(cfg, 2000, i)
+        ref = evaluate(cfg, a, b, c)
+        for f in CHECKED_FEATURES:
+            for v in claimed_equivalent(cfg, f):
+                alt = _variant(cfg, f, v)
+                bad = np.flatnonzero(evaluate(alt, a, b, c) != ref)
                 assert not len(bad), (f"{cfg.describe()}: {f}={v!r} claimed equivalent, "
                                        f"row {bad[0]} differs")
                 checked += 1
