@@ -101,9 +101,11 @@ def _flog2_int(n: int) -> int:
 
 
 @functools.lru_cache(maxsize=65536)
-def _bounds(cfg: AccumulatorConfig) -> dict[str, Any]:
+def _bounds(cfg: AccumulatorConfig, clamp: bool = True) -> dict[str, Any]:
     """Grids and magnitude bounds of the values a configuration's blocks see (a product's
-    factors in a's and b's formats, which differ on mixed-format units)."""
+    factors in a's and b's formats, which differ on mixed-format units).  ``clamp=False``:
+    an earlier block's result bounded by the products alone, not by the output's range or
+    a carry wrap (which hold only where the products' exponents are the unit's own)."""
     fin, fb, fc, fout = (get_format(cfg.in_format), get_format(cfg.b_fmt),
                          get_format(cfg.c_format), get_format(cfg.out_format))
     c_in_blocks = cfg.algorithm == "fdrda" or cfg.c_placement == "early"
@@ -140,8 +142,10 @@ def _bounds(cfg: AccumulatorConfig) -> dict[str, Any]:
         top["C"], low["C"], own["C"] = fc.emax, g_c, fc.t
     if cfg.k > last and cfg.algorithm == "fused":
         acc_bound = (cfg.k - last) * pmax + (cmax if early else 0)
-        top["A"] = min(fout.emax, _flog2_int(acc_bound) + grid)
-        wrapped = _wrapped_acc_top(cfg, e_prod, g_p, fout)
+        top["A"] = _flog2_int(acc_bound) + grid
+        wrapped = _wrapped_acc_top(cfg, e_prod, g_p, fout) if clamp else None
+        if clamp:
+            top["A"] = min(fout.emax, top["A"])
         if wrapped is not None:
             top["A"] = min(top["A"], wrapped)
         low["A"] = grid
@@ -310,6 +314,41 @@ def rounding_exact(cfg: AccumulatorConfig) -> bool:
         bits = min(bits, b["e_sum"] + 1 - b["grid"])
         low_ok = low_ok or b["grid"] >= quantum
     return bits <= p_out and low_ok
+
+
+def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None) -> bool:
+    """alignment_exact for block-scaled FDA units with one scale block and c late, whose
+    blocks see products only, all under the same scale factors: every product is the
+    unscaled one times a common M 2^s (M the scale significands' product, 1 for ue8m0),
+    and an earlier block's result is their sum rounded to the output, a multiple of the
+    products' grid however far into the output's subnormal range s puts it.  The
+    unscaled unit's bound on F then holds with all exponents moved by s (taken without
+    the output's emax, which s moves past), plus one binade for a result rounded up to
+    the next power of two and, under M, the 2 s.t + 1 bits M adds to each product."""
+    if cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.scales != 1:
+        return False
+    t_s = get_format(cfg.scale_format).t
+    plain = cfg.replace(scale_format=None, scale_block=None)
+    F = 23 + (cfg.neab if neab is None else neab)
+    return F >= _bounds(plain, clamp=False)["f_exact"] + 1 + (2 * t_s + 1 if t_s else 0)
+
+
+def _scaled_blocks_exact(cfg: AccumulatorConfig) -> bool:
+    """blocks_exact for block-scaled FDA units: alignment and rounding exact
+    (_scaled_alignment_exact, _scaled_rounding_exact), no sum wraps, and every non-zero
+    block result, however the scale factors move it, stays in the output's normal range
+    (at least the smallest product, at most K largest ones): every block then returns
+    its exact sum, so the blocks' boundaries do not show (e2m1 under ue8m0 scale factors
+    into binary64: 2^-256 to 2^262)."""
+    if not (_scaled_alignment_exact(cfg) and _scaled_rounding_exact(cfg)):
+        return False
+    if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
+        return False
+    fin, fb, fs = (get_format(cfg.in_format), get_format(cfg.b_fmt),
+                   get_format(cfg.scale_format))
+    fout = get_format(cfg.out_format)
+    smallest = fin.smin * fb.smin * fs.smin ** 2
+    return smallest >= fout.fmin and cfg.k * fin.fmax * fb.fmax * fs.fmax ** 2 < fout.fmax
 
 
 def _scaled_rounding_exact(cfg: AccumulatorConfig) -> bool:
@@ -541,9 +580,11 @@ def _valid(cfg: AccumulatorConfig, **change: Any) -> AccumulatorConfig | None:
     return alt
 
 
-def _zero_sign_shows_rd(cfg: AccumulatorConfig) -> bool:
-    # an exact zero's sign tells round-down apart (IEEE 754 Sec. 6.3); a unit whose zeros
-    # are always +0 (a zero_sign field, when there is one) shows nothing
+def _zero_sign_shows(cfg: AccumulatorConfig) -> bool:
+    """Whether a block's zero shows how it came about (IEEE 754 Sec. 6.3): an exact zero
+    sum is -0 under round-down, and a non-zero sum rounded or flushed to zero keeps its
+    sign, so a tiny negative term tells itself from none; a unit whose zeros are always +0
+    (zero_sign 'positive') shows neither."""
     return getattr(cfg, "zero_sign", "ieee") != "positive"
 
 
@@ -649,7 +690,7 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
         if alg == "gps":
             return ()  # CDNA2 GPS rounds every operation to nearest even ([XWYY25] Alg. 3)
         if rounding_exact(cfg) or rounding_flushed(cfg):
-            if not _zero_sign_shows_rd(cfg):
+            if not _zero_sign_shows(cfg):
                 return ()
             rd = cfg.final_rounding == "rd"
             return tuple(v for v in ROUNDING_MODES if (v == "rd") != rd)
@@ -673,21 +714,40 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
 def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
     """Block scaling ([XWYY25] Sec. IV-C/E): scale factors move every product by a power of
     two, which the bounds above do not follow, so no equivalence is claimed; every other
-    value of the feature that gives a valid configuration counts, save five: the
+    value of the feature that gives a valid configuration counts, save seven: the
     normalisation of GDFS, whose groups align on their scale factors' exponents
     (engine_int._gdfs); carry bits at or above carry_needed, which counts the scale
     factors' significands; the flush of sums where no block takes one in; the flush of
     products as _stage_observable has it (its arguments hold for any product below 2^-126,
-    and it counts the scale factors in the smallest product); and the final rounding of
-    FDA blocks whose results are always outputs (_scaled_rounding_exact)."""
+    and it counts the scale factors in the smallest product); the final rounding of FDA
+    blocks whose results are always outputs (_scaled_rounding_exact); and F, the
+    alignment rounding and the normalisation of FDA blocks that see one scale block's
+    products only and drop no bit (_scaled_alignment_exact); and the block size where
+    every block returns its exact sum (_scaled_blocks_exact)."""
     if feature == "algorithm":
         return tuple(v for v in ALGORITHMS if v != cfg.algorithm
                      and _valid(cfg, algorithm=v))
     if feature == "product_normalisation" and cfg.algorithm == "gdfs":
         return ()
+    if feature in ("neab", "align_rounding", "product_normalisation") and \
+            _scaled_alignment_exact(cfg):
+        if feature == "align_rounding":
+            return ()
+        if feature == "product_normalisation":
+            alt = cfg.replace(product_normalisation=(
+                "normalised" if cfg.product_normalisation == "denormalised" else "denormalised"))
+            if _scaled_alignment_exact(alt) and (cfg.carry_bits is None or cfg.carry_bits >= max(
+                    carry_needed(cfg), carry_needed(alt))):
+                return ()
+            return (alt.product_normalisation,)
+        return tuple(v for v in NEAB_VALUES if v != cfg.neab and _valid(cfg, neab=v)
+                     and not _scaled_alignment_exact(cfg, v))
+    if feature == "nfma" and _scaled_blocks_exact(cfg):
+        return tuple(d for d in range(1, cfg.k + 1) if cfg.k % d == 0 and d != cfg.nfma
+                     and _valid(cfg, nfma=d) and not _scaled_blocks_exact(cfg.replace(nfma=d)))
     if feature == "final_rounding" and _scaled_rounding_exact(cfg):
         # every block result is an output: only an exact zero's sign shows round-down
-        if not _zero_sign_shows_rd(cfg):
+        if not _zero_sign_shows(cfg):
             return ()
         return tuple(v for v in ROUNDING_MODES if (v == "rd") != (cfg.final_rounding == "rd"))
     if feature == "carry_bits":
@@ -839,18 +899,20 @@ def _stage_observable(cfg: AccumulatorConfig, stage: str) -> bool:
             return False
         fout = get_format(cfg.out_format)
         if (fout.smin > Fraction(1, 2 ** 100) and cfg.align_rounding in ("rz", "rne")
-                and cfg.final_rounding in ("rne", "rna", "rz")):
+                and cfg.final_rounding in ("rne", "rna", "rz") and not _zero_sign_shows(cfg)):
             # K products below 2^-126 sum to less than half the output's smallest
             # subnormal (binary16: 2^-24), and every other term lies more than F bits above
             # them: truncated or rounded to nearest in the alignment they vanish, and a
-            # nearest or toward-zero final rounding does not see them either
+            # nearest or toward-zero final rounding does not see them either, save in the
+            # sign of a zero (-2^-127 alone rounds to -0, a flushed one leaves +0)
             return False
         fc = get_format(cfg.c_format)
         if (fout.smin > Fraction(1, 2 ** 100) and cfg.algorithm == "fused" and cfg.nfma == 1
                 and cfg.interleave == "none" and fc.t <= fout.t and fc.emin >= fout.emin
-                and cfg.final_rounding in ("rne", "rna")):
+                and cfg.final_rounding in ("rne", "rna") and not _zero_sign_shows(cfg)):
             # two-term blocks: the tiny product meets an accumulator the output can hold,
             # and that plus a tiny term is never a midpoint, whatever the alignment keeps
+            # (beside an accumulator 0 its sign shows, as above)
             return False
         return True
     if stage == "inputs":

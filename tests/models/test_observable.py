@@ -146,7 +146,7 @@ def test_claimed_equivalences_hold_on_the_model(fin: str, fout: str, k: int) -> 
 
 
 SCALED_SHAPES = [("e4m3", "ue8m0", 32, "binary64"), ("e2m1", "ue4m3", 16, "binary64"),
-                 ("e2m1", "ue4m3", 16, "binary32"),
+                 ("e2m1", "ue4m3", 16, "binary32"), ("e2m1", "ue8m0", 32, "binary16"),
                  pytest.param("e3m2", "ue8m0", 32, "bfloat16", marks=pytest.mark.slow),
                  pytest.param("e5m2", "ue8m0", 64, "binary16", marks=pytest.mark.slow)]
 
