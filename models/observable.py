@@ -323,14 +323,16 @@ def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None) -> 
     and an earlier block's result is their sum rounded to the output, a multiple of the
     products' grid however far into the output's subnormal range s puts it.  The
     unscaled unit's bound on F then holds with all exponents moved by s (taken without
-    the output's emax, which s moves past), plus one binade for a result rounded up to
-    the next power of two and, under M, the 2 s.t + 1 bits M adds to each product."""
+    the output's emax, which s moves past), plus, under M, the 2 s.t + 1 bits M adds to
+    each product, and one binade for a result rounded up to the next power of two where
+    a block result can round at all (_scaled_rounding_exact: not into binary64)."""
     if cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.scales != 1:
         return False
+    at = cfg if neab is None else cfg.replace(neab=neab)
     t_s = get_format(cfg.scale_format).t
     plain = cfg.replace(scale_format=None, scale_block=None)
-    F = 23 + (cfg.neab if neab is None else neab)
-    return F >= _bounds(plain, clamp=False)["f_exact"] + 1 + (2 * t_s + 1 if t_s else 0)
+    margin = (2 * t_s + 1 if t_s else 0) + (0 if _scaled_rounding_exact(at) else 1)
+    return at.frac_bits >= _bounds(plain, clamp=False)["f_exact"] + margin
 
 
 def _scaled_blocks_exact(cfg: AccumulatorConfig) -> bool:
