@@ -353,6 +353,27 @@ def _scaled_blocks_exact(cfg: AccumulatorConfig) -> bool:
     return smallest >= fout.fmin and cfg.k * fin.fmax * fb.fmax * fs.fmax ** 2 < fout.fmax
 
 
+def _scaled_output_observable(cfg: AccumulatorConfig) -> bool:
+    """Whether a block-scaled FDA unit can return a result in the output's subnormal range.
+    A sum of products is a multiple of their smallest quantum (the grid, scale factors
+    at their smallest included), so where that grid lies at or above the output's
+    smallest normal no sum of products is subnormal, nor is c + P for a product sum P
+    that is not zero (|c + P| >= 2^grid - |c|).  Only c alone can then be one: never when
+    the inputs are flushed (c with them), when c's format has no value below the
+    output's normal range, or when c joins the first of several blocks whose sums are
+    flushed (e4m3 under ue8m0 scale factors into binary64: products at 2^-272 at least)."""
+    if cfg.algorithm != "fused":
+        return True
+    fin, fb, fs = (get_format(cfg.in_format), get_format(cfg.b_fmt),
+                   get_format(cfg.scale_format))
+    fc, fout = get_format(cfg.c_format), get_format(cfg.out_format)
+    if fin.smin * fb.smin * fs.smin ** 2 < fout.fmin:
+        return True
+    c_hidden = ("inputs" in cfg.flush or fc.smin >= fout.fmin
+                or (cfg.c_placement == "early" and cfg.blocks > 1 and "sums" in cfg.flush))
+    return not c_hidden
+
+
 def _scaled_rounding_exact(cfg: AccumulatorConfig) -> bool:
     """rounding_exact for block-scaled FDA units ([XWYY25] Sec. IV-C), where a product is
     a x b x S_a x S_b: a block aligned at E keeps F bits below it (and a sticky half
@@ -716,7 +737,7 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
 def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
     """Block scaling ([XWYY25] Sec. IV-C/E): scale factors move every product by a power of
     two, which the bounds above do not follow, so no equivalence is claimed; every other
-    value of the feature that gives a valid configuration counts, save seven: the
+    value of the feature that gives a valid configuration counts, save eight: the
     normalisation of GDFS, whose groups align on their scale factors' exponents
     (engine_int._gdfs); carry bits at or above carry_needed, which counts the scale
     factors' significands; the flush of sums where no block takes one in; the flush of
@@ -725,7 +746,8 @@ def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...
     blocks whose results are always outputs (_scaled_rounding_exact); and F, the
     alignment rounding and the normalisation of FDA blocks that see one scale block's
     products only and drop no bit (_scaled_alignment_exact); and the block size where
-    every block returns its exact sum (_scaled_blocks_exact)."""
+    every block returns its exact sum (_scaled_blocks_exact); and the flush of outputs
+    where no result reaches the output's subnormal range (_scaled_output_observable)."""
     if feature == "algorithm":
         return tuple(v for v in ALGORITHMS if v != cfg.algorithm
                      and _valid(cfg, algorithm=v))
@@ -760,6 +782,8 @@ def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...
         if stage == "sums" and (cfg.algorithm != "fused" or "output" in cfg.flush
                                 or not (cfg.blocks > 1 or cfg.interleave == "pairs")):
             return ()  # no later block takes a sum in, or every block result is flushed
+        if stage == "output" and not _scaled_output_observable(cfg):
+            return ()  # no subnormal result ever reaches the output
         if stage == "products" and not _stage_observable(cfg, "products"):
             return ()  # no product so small, or none an output of that range can show
         other = tuple(x for x in FLUSH_STAGES if (x in cfg.flush) != (x == stage))
