@@ -353,15 +353,17 @@ def _scaled_blocks_exact(cfg: AccumulatorConfig) -> bool:
     return smallest >= fout.fmin and cfg.k * fin.fmax * fb.fmax * fs.fmax ** 2 < fout.fmax
 
 
-def _scaled_output_observable(cfg: AccumulatorConfig) -> bool:
-    """Whether a block-scaled FDA unit can return a result in the output's subnormal range.
+def _scaled_output_observable(cfg: AccumulatorConfig, stage: str = "output") -> bool:
+    """Whether a block-scaled FDA unit can return a result in the output's subnormal range
+    (stage 'output'), or carry one from block to block ('sums').
     A sum of products is a multiple of their smallest quantum (the grid, scale factors
     at their smallest included), so where that grid lies at or above the output's
     smallest normal no sum of products is subnormal, nor is c + P for a product sum P
     that is not zero (|c + P| >= 2^grid - |c|).  Only c alone can then be one: never when
     the inputs are flushed (c with them), when c's format has no value below the
     output's normal range, or when c joins the first of several blocks whose sums are
-    flushed (e4m3 under ue8m0 scale factors into binary64: products at 2^-272 at least)."""
+    flushed (e4m3 under ue8m0 scale factors into binary64: products at 2^-272 at least).
+    Between blocks c can be one only where it joins the first block."""
     if cfg.algorithm != "fused":
         return True
     fin, fb, fs = (get_format(cfg.in_format), get_format(cfg.b_fmt),
@@ -371,6 +373,8 @@ def _scaled_output_observable(cfg: AccumulatorConfig) -> bool:
         return True
     c_hidden = ("inputs" in cfg.flush or fc.smin >= fout.fmin
                 or (cfg.c_placement == "early" and cfg.blocks > 1 and "sums" in cfg.flush))
+    if stage == "sums":
+        c_hidden = c_hidden or cfg.c_placement == "late"
     return not c_hidden
 
 
@@ -782,8 +786,8 @@ def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...
         if stage == "sums" and (cfg.algorithm != "fused" or "output" in cfg.flush
                                 or not (cfg.blocks > 1 or cfg.interleave == "pairs")):
             return ()  # no later block takes a sum in, or every block result is flushed
-        if stage == "output" and not _scaled_output_observable(cfg):
-            return ()  # no subnormal result ever reaches the output
+        if stage in ("output", "sums") and not _scaled_output_observable(cfg, stage):
+            return ()  # no subnormal result ever reaches the output, or the next block
         if stage == "products" and not _stage_observable(cfg, "products"):
             return ()  # no product so small, or none an output of that range can show
         other = tuple(x for x in FLUSH_STAGES if (x in cfg.flush) != (x == stage))
