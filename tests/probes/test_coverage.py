@@ -56,12 +56,14 @@ def test_matrix_subset_decided(fin: str, fout: str, k: int) -> None:
 @pytest.mark.parametrize("fin,fout,k", [("e4m3@ue8m0", "binary32", 32),
                                          ("e2m1@ue4m3", "binary32", 64),
                                          ("e4m3xe2m1@ue8m0", "binary16", 64)])
-def test_matrix_block_scaled_cells_never_wrong(fin: str, fout: str, k: int) -> None:
-    # block-scaled rows of the matrix (not in its baseline yet: probe_matrix.SCALED_IN):
-    # every probe that applies is right, with unit scale factors or scale factors of its own
+def test_matrix_block_scaled_cells_decided(fin: str, fout: str, k: int) -> None:
+    # block-scaled rows of the matrix (probe_matrix.SCALED_IN): every probe that applies is
+    # right, with unit scale factors or scale factors of its own, and every observable
+    # feature is decided or in a known gap
     rep = run_check(LIBRARY, [matrix.matrix_space(fin, fout, k)], gaps=GAPS)
     assert rep.configurations > 0
     assert not [(r.probe.id, r.counterexamples[:1]) for r in rep.results if r.failed]
+    _assert_decided(rep)
 
 
 @pytest.mark.slow
