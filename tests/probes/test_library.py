@@ -306,6 +306,20 @@ vary:
   nfma: [8, 32]
   final_rounding: [rz, rne, ru, rd]
   flush: [[], [products]]
+---
+id: mxfp8-two-blocks
+formats: {in: e4m3, c: binary32, out: binary32}
+k: [64]
+fixed: {scale_format: ue8m0, scale_block: 32, neab: 2}
+vary:
+  nfma: [1, 64]
+  align_rounding: [rz, rne, rz_sticky]
+---
+id: mxfp8-two-blocks-normalised
+formats: {in: e4m3, c: binary32, out: binary32}
+k: [64]
+fixed: {scale_format: ue8m0, scale_block: 32, neab: 2, nfma: 64, align_rounding: rz,
+        product_normalisation: normalised}
 """
 
 
