@@ -323,15 +323,16 @@ def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None) -> 
     and an earlier block's result is their sum rounded to the output, a multiple of the
     products' grid however far into the output's subnormal range s puts it.  The
     unscaled unit's bound on F then holds with all exponents moved by s (taken without
-    the output's emax, which s moves past), plus, under M, the 2 s.t + 1 bits M adds to
-    each product, and one binade for a result rounded up to the next power of two where
-    a block result can round at all (_scaled_rounding_exact: not into binary64)."""
+    the output's emax, which s moves past), plus, under M, the 2 s.t bits M adds below
+    each product and the two binades it may add above an earlier block's result (ue4m3:
+    M < 1.875^2 < 4), and one binade for a result rounded up to the next power of two
+    where a block result can round at all (_scaled_rounding_exact: not into binary64)."""
     if cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.scales != 1:
         return False
     at = cfg if neab is None else cfg.replace(neab=neab)
     t_s = get_format(cfg.scale_format).t
     plain = cfg.replace(scale_format=None, scale_block=None)
-    margin = (2 * t_s + 1 if t_s else 0) + (0 if _scaled_rounding_exact(at) else 1)
+    margin = (2 * t_s + 2 if t_s else 0) + (0 if _scaled_rounding_exact(at) else 1)
     return at.frac_bits >= _bounds(plain, clamp=False)["f_exact"] + margin
 
 
@@ -740,18 +741,23 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
 
 def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
     """Block scaling ([XWYY25] Sec. IV-C/E): scale factors move every product by a power of
-    two, which the bounds above do not follow, so no equivalence is claimed; every other
-    value of the feature that gives a valid configuration counts, save eight: the
-    normalisation of GDFS, whose groups align on their scale factors' exponents
-    (engine_int._gdfs); carry bits at or above carry_needed, which counts the scale
-    factors' significands; the flush of sums where no block takes one in; the flush of
-    products as _stage_observable has it (its arguments hold for any product below 2^-126,
-    and it counts the scale factors in the smallest product); the final rounding of FDA
-    blocks whose results are always outputs (_scaled_rounding_exact); and F, the
-    alignment rounding and the normalisation of FDA blocks that see one scale block's
-    products only and drop no bit (_scaled_alignment_exact); and the block size where
-    every block returns its exact sum (_scaled_blocks_exact); and the flush of outputs
-    where no result reaches the output's subnormal range (_scaled_output_observable)."""
+    two, which the bounds above do not follow, so every other value of the feature that
+    gives a valid configuration counts, save where a rule below proves it unseen:
+
+    * the normalisation of GDFS, whose groups align on their scale factors' exponents
+      (engine_int._gdfs);
+    * carry bits at or above carry_needed, which counts the scale factors' significands;
+    * the flush of sums where no block takes one in, and the flush of sums and outputs
+      where no result reaches the output's subnormal range (_scaled_output_observable);
+    * the flush of products as _stage_observable has it (its arguments hold for any
+      product below 2^-126, and it counts the scale factors in the smallest product);
+    * the final rounding of FDA blocks whose results are always outputs
+      (_scaled_rounding_exact);
+    * F, the alignment rounding and the normalisation of FDA blocks that see one scale
+      block's products only and drop no bit (_scaled_alignment_exact), and the block size
+      where every block returns its exact sum (_scaled_blocks_exact).
+
+    tests/models/test_observable.py checks these claims on rows with any scale factors."""
     if feature == "algorithm":
         return tuple(v for v in ALGORITHMS if v != cfg.algorithm
                      and _valid(cfg, algorithm=v))
