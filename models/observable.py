@@ -319,20 +319,28 @@ def rounding_exact(cfg: AccumulatorConfig) -> bool:
 def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None) -> bool:
     """alignment_exact for block-scaled FDA units with one scale block and c late, whose
     blocks see products only, all under the same scale factors: every product is the
-    unscaled one times a common M 2^s (M the scale significands' product, 1 for ue8m0),
-    and an earlier block's result is their sum rounded to the output, a multiple of the
-    products' grid however far into the output's subnormal range s puts it.  The
-    unscaled unit's bound on F then holds with all exponents moved by s (taken without
-    the output's emax, which s moves past), plus, under M, the 2 s.t bits M adds below
-    each product and the two binades it may add above an earlier block's result (ue4m3:
-    M < 1.875^2 < 4), and one binade for a result rounded up to the next power of two
-    where a block result can round at all (_scaled_rounding_exact: not into binary64)."""
+    unscaled one times a common M 2^s (M the scale significands' product, 1 for ue8m0).
+    Where no block result rounds or lies below the output's smallest normal (binary64
+    outputs: _scaled_rounding_exact, and the smallest product at or above out.fmin), an
+    earlier block's result is the exact sum of its products, and the unscaled unit's
+    bound on F holds with all exponents moved by s (taken without the output's emax,
+    which s moves past), plus, under M, the 2 s.t bits M adds below each product and the
+    two binades it may add above an earlier block's result (ue4m3: M < 1.875^2 < 4).
+    So it does with a single block (nfma = k), which meets no earlier result.  Elsewhere
+    it does not: a later block aligns a subnormal earlier result at the output's emin,
+    above its value, and drops the products' bits below 2^(emin - F) at any depth (e2m1
+    under 2^-150 into binary32: 2^-149 then -2^-151 gives 2^-149 at F = 23 and, under rz,
+    0 at F = 25)."""
     if cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.scales != 1:
         return False
     at = cfg if neab is None else cfg.replace(neab=neab)
-    t_s = get_format(cfg.scale_format).t
+    fin, fb, fs = (get_format(cfg.in_format), get_format(cfg.b_fmt),
+                   get_format(cfg.scale_format))
+    if cfg.blocks > 1 and (not _scaled_rounding_exact(at) or fin.smin * fb.smin
+                           * fs.smin ** 2 < get_format(cfg.out_format).fmin):
+        return False
     plain = cfg.replace(scale_format=None, scale_block=None)
-    margin = (2 * t_s + 2 if t_s else 0) + (0 if _scaled_rounding_exact(at) else 1)
+    margin = 2 * fs.t + 2 if fs.t else 0
     return at.frac_bits >= _bounds(plain, clamp=False)["f_exact"] + margin
 
 

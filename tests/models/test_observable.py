@@ -166,6 +166,27 @@ def test_claimed_equivalences_hold_under_scale_factors(fin: str, sf: str, k: int
     _check_claims(space.configs, k, 30, 2000)
 
 
+def test_scaled_subnormal_accumulator_shows_f() -> None:
+    """Scale factors put e2m1 products at the output's smallest subnormal: the first
+    block returns 2^-149, which the next block aligns at binary32's emin, 23 binades above
+    it, so F = 23 drops the next product -2^-151 and F = 25 keeps it (rz: 0).  The
+    unscaled unit shows no F from 12 on; the scaled one shows F at any depth there, and
+    the rules say so (models/observable.py, _scaled_alignment_exact)."""
+    e2, s = get_format("e2m1"), get_format("ue8m0")
+    cfg = AccumulatorConfig(in_format="e2m1", out_format="binary32", k=32, nfma=1, neab=0,
+                            c_placement="late", scale_format="ue8m0", scale_block=32)
+    assert 2 in alternatives(cfg, "neab")
+    assert 2 not in alternatives(cfg.replace(scale_format=None, scale_block=None), "neab")
+    a = np.zeros((1, 33), dtype=np.uint64)
+    b = np.zeros((1, 33), dtype=np.uint64)
+    a[0, :2] = [e2.exact_bits(1), e2.exact_bits(Fraction(-1, 2))]
+    b[0, :2] = [e2.exact_bits(1), e2.exact_bits(Fraction(1, 2))]
+    a[0, 32], b[0, 32] = s.exact_bits(Fraction(1, 2 ** 75)), s.exact_bits(Fraction(1, 2 ** 74))
+    c = np.zeros(1, dtype=np.uint64)
+    assert evaluate(cfg, a, b, c)[0] == 1                     # 2^-149
+    assert evaluate(cfg.replace(neab=2), a, b, c)[0] == 0
+
+
 def test_nearest_pairs_threshold_e4m3_binary16() -> None:
     """Two-term blocks rounded to nearest: e4m3 into binary16 shows F = 24 against 25 (a
     product with a subnormal factor aligns at its exponent field, t binades above its value)
