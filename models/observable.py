@@ -316,6 +316,16 @@ def rounding_exact(cfg: AccumulatorConfig) -> bool:
     return bits <= p_out and low_ok
 
 
+def _scaled_sums_normal(cfg: AccumulatorConfig) -> bool:
+    """Whether every non-zero sum of a block-scaled unit's products is at least the
+    output's smallest normal: such sums are multiples of the products' grid, the smallest
+    product under the smallest scale factors (e4m3 under ue8m0: 2^-272, normal in
+    binary64)."""
+    fin, fb, fs = (get_format(cfg.in_format), get_format(cfg.b_fmt),
+                   get_format(cfg.scale_format))
+    return fin.smin * fb.smin * fs.smin ** 2 >= get_format(cfg.out_format).fmin
+
+
 def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None) -> bool:
     """alignment_exact for block-scaled FDA units with one scale block and c late, whose
     blocks see products only, all under the same scale factors: every product is the
@@ -334,13 +344,11 @@ def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None) -> 
     if cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.scales != 1:
         return False
     at = cfg if neab is None else cfg.replace(neab=neab)
-    fin, fb, fs = (get_format(cfg.in_format), get_format(cfg.b_fmt),
-                   get_format(cfg.scale_format))
-    if cfg.blocks > 1 and (not _scaled_rounding_exact(at) or fin.smin * fb.smin
-                           * fs.smin ** 2 < get_format(cfg.out_format).fmin):
+    if cfg.blocks > 1 and not (_scaled_rounding_exact(at) and _scaled_sums_normal(cfg)):
         return False
     plain = cfg.replace(scale_format=None, scale_block=None)
-    margin = 2 * fs.t + 2 if fs.t else 0
+    t_s = get_format(cfg.scale_format).t
+    margin = 2 * t_s + 2 if t_s else 0
     return at.frac_bits >= _bounds(plain, clamp=False)["f_exact"] + margin
 
 
@@ -357,9 +365,8 @@ def _scaled_blocks_exact(cfg: AccumulatorConfig) -> bool:
         return False
     fin, fb, fs = (get_format(cfg.in_format), get_format(cfg.b_fmt),
                    get_format(cfg.scale_format))
-    fout = get_format(cfg.out_format)
-    smallest = fin.smin * fb.smin * fs.smin ** 2
-    return smallest >= fout.fmin and cfg.k * fin.fmax * fb.fmax * fs.fmax ** 2 < fout.fmax
+    return _scaled_sums_normal(cfg) and cfg.k * fin.fmax * fb.fmax * fs.fmax ** 2 < get_format(
+        cfg.out_format).fmax
 
 
 def _scaled_output_observable(cfg: AccumulatorConfig, stage: str = "output") -> bool:
@@ -375,10 +382,8 @@ def _scaled_output_observable(cfg: AccumulatorConfig, stage: str = "output") -> 
     Between blocks c can be one only where it joins the first block."""
     if cfg.algorithm != "fused":
         return True
-    fin, fb, fs = (get_format(cfg.in_format), get_format(cfg.b_fmt),
-                   get_format(cfg.scale_format))
     fc, fout = get_format(cfg.c_format), get_format(cfg.out_format)
-    if fin.smin * fb.smin * fs.smin ** 2 < fout.fmin:
+    if not _scaled_sums_normal(cfg):
         return True
     c_hidden = ("inputs" in cfg.flush or fc.smin >= fout.fmin
                 or (cfg.c_placement == "early" and cfg.blocks > 1 and "sums" in cfg.flush))
