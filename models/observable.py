@@ -1321,15 +1321,72 @@ def _nearest_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) -
     truncated tail leaves the tie 2^-1 - 2^-13, which rounds to even 2^-1), and rows on
     rounding boundaries (tests/models/test_observable.py) find the bound tight for fp8
     inputs into binary16 and bfloat16 (rne and rna, each alignment rounding)."""
-    bounds = _nearest_pairs_bounds(cfg, align)
+    bounds = _nearest_pairs_bounds(cfg, align, listed=True)
     if bounds is None:
         return False
     p, r, _ = bounds
     return 23 + (cfg.neab if neab is None else neab) >= max(p, r)
 
 
-def _nearest_pairs_bounds(cfg: AccumulatorConfig, align: str,
-                          below: int = 0) -> tuple[int, int, bool] | None:
+def _lands_on_midpoint(odd_parts: frozenset[int], align: str, D: int) -> bool:
+    """Whether some product m 2^l (m odd) aligned with s >= 1 of its bits below the quantum
+    q becomes a multiple of q 2^D that is not one of q 2^(D + 1): an odd multiple of half
+    the output's spacing g/2 = q 2^D, the midpoint offset o of _nearest_pairs_exact.
+    Truncation ('rz') floors m / 2^s, round-down alignment ('rd') floors or ceils it (a
+    positive or a negative product), 'rne' rounds it to nearest, ties to even.
+
+    Under truncation this asks for a run of at least D zeros between two set bits of m:
+
+    >>> _lands_on_midpoint(frozenset({9}), "rz", 2), _lands_on_midpoint(frozenset({9}), "rz", 3)
+    (True, False)
+    """
+    half, whole = 1 << D, 1 << (D + 1)
+    for m in odd_parts:
+        for s in range(1, m.bit_length() + 1):
+            lo, rem = m >> s, m & ((1 << s) - 1)
+            if align == "rz":
+                cands: tuple[int, ...] = (lo,)
+            elif align == "rd":
+                cands = (lo, lo + 1)
+            else:
+                up = 2 * rem > (1 << s) or (2 * rem == 1 << s and lo % 2 == 1)
+                cands = (lo + up,)
+            if any(n % whole == half for n in cands):
+                return True
+    return False
+
+
+def _late_acc_pairs_bound(cfg: AccumulatorConfig, align: str, t_out: int) -> int | None:
+    """F from which a two-term block whose accumulator sets the alignment (T1, c late: an
+    earlier result on the output's grid) beside a product (T2) rounds to nearest as the
+    exact sum does, from the products themselves (formats of at most 8 bits; None else).
+
+    _nearest_pairs_exact's bound w_prod + out_t + 1 counts every product as able to hold
+    o's bit and a bit below q, o = q 2^D an odd multiple of g/2 with D = F - out_t - 1 (or
+    F - out_t - 2 below a power of two, where the spacing halves): the aligned product must
+    land on o.  Which products do is read off their odd parts (_lands_on_midpoint), from
+    q <= g/4 (D >= 1) on.  e3m2 x e3m2 (odd parts up to 49 = 110001b): a run of three zeros
+    at most, so no product lands from D = 4, F = out_t + 6, where the width bound asks
+    out_t + 7 (under truncation; rd and rne alignment land from wider runs too).  The
+    alignment rounding (here 'rz', 'rd' or 'rne') is the unit's."""
+    prods = _products(cfg.in_format, cfg.b_fmt)
+    if prods is None:
+        return None
+    odd = set()
+    for x in prods:
+        n = x.numerator
+        odd.add(n // (n & -n))
+    odd_parts = frozenset(odd)
+    width = max(m.bit_length() for m in odd_parts)
+    f = t_out + 3                                      # D >= 1 on both sides of T1
+    for F in range(t_out + 3, t_out + width + 4):
+        if any(_lands_on_midpoint(odd_parts, align, D) for D in (F - t_out - 1, F - t_out - 2)):
+            f = F + 1
+    return f
+
+
+def _nearest_pairs_bounds(cfg: AccumulatorConfig, align: str, below: int = 0,
+                          listed: bool = False) -> tuple[int, int, bool] | None:
     """_nearest_pairs_exact's bounds: (p, r, even), blocks whose T1 is a product rounding
     correctly from F = p and the others from F = r; even: under final rne, no product that
     sets the alignment is ever odd on the output's grid.  below: p for a claim that holds
@@ -1417,7 +1474,11 @@ def _nearest_pairs_bounds(cfg: AccumulatorConfig, align: str,
     p = max(bound(d, e, w) for d, e, w in kinds)
     # T1 the accumulator, T2 a product: a product of two significands of ta + 1 and tb + 1
     # bits is below 2^(ta + tb + 2) - 1, never all ones at full width: no extra bit
-    r = max(w_prod + t_out + gap_acc, fc.t, t_out, fa.t + fb.t + 1,  # and T1 kept whole
+    r_acc = w_prod + t_out + gap_acc
+    if listed and cfg.c_placement == "late":
+        # the accumulator beside a product: which products can land on a midpoint
+        r_acc = min(r_acc, _late_acc_pairs_bound(cfg, align, t_out) or r_acc)
+    r = max(r_acc, fc.t, t_out, fa.t + fb.t + 1,  # and T1 kept whole
             flush_whole)
     even = (cfg.final_rounding == "rne" and t1_lsb > quantum
             and all(w <= t_out for _, _, w in kinds))

@@ -508,6 +508,45 @@ def test_nearest_pairs_late_accumulator_on_the_products_grid(fout: str, final: s
     assert first - 23 in early                       # c early: the bound lies higher
 
 
+def _e3m2_late_unit(n: int, **kw) -> AccumulatorConfig:
+    return AccumulatorConfig(in_format="e3m2", c_format="binary16", out_format="binary16",
+                             k=4, nfma=1, neab=n, c_placement="late", final_rounding="rne",
+                             **kw)
+
+
+def test_nearest_pairs_late_accumulator_products_that_land() -> None:
+    """c late, final rne, an accumulator A setting the alignment beside a product P: the two
+    round apart only where P, aligned, lands on a midpoint offset, an odd multiple of half
+    the output's spacing (models/observable.py, _late_acc_pairs_bound).  e3m2 products have
+    odd parts up to 49, with runs of at most three zeros (35 = 100011b, 49 = 110001b), so
+    into binary16 none lands from F = 16, where the width bound said 17.  At F = 15,
+    A = 512 = 2 * 16 * 16 and P = -1.25 * 2^-2 * 1.75 * 2^-2 = -35/256: truncated to the
+    quantum 2^-6 it is -1/8, the midpoint below 512 (spacing 1/4 there), which ties to the
+    even 512, while the exact sum rounds to 511.75.  Random rows of products find F = 15
+    apart from F = 40 and F >= 16 never."""
+    fi, fo = get_format("e3m2"), get_format("binary16")
+
+    def bits(*xs):
+        return np.array([[fi.exact_bits(Fraction(x)) for x in xs]], dtype=np.uint64)
+    a = bits(16, 16, 0, Fraction(-5, 16))
+    b = bits(16, 16, 0, Fraction(7, 16))
+    c = np.zeros(1, dtype=np.uint64)
+    got = {f: fo.to_fraction(int(evaluate(_e3m2_late_unit(f - 23), a, b, c)[0]))
+           for f in (15, 16, 40)}
+    assert got == {15: 512, 16: Fraction(2047, 4), 40: Fraction(2047, 4)}
+    for align in ("rz", "rne", "rd"):
+        claimed = set(alternatives(_e3m2_late_unit(40, align_rounding=align), "neab"))
+        assert 15 - 23 in claimed and not claimed & set(range(16 - 23, 40 - 23)), align
+    # random rows of products, every sign: F = 15 differs somewhere, F >= 16 nowhere
+    rng = np.random.default_rng(5)
+    pats = [x for x in fi.all_patterns() if fi.decode(x)[0] == "finite"]
+    a = np.array(pats, dtype=np.uint64)[rng.integers(0, len(pats), size=(300_000, 4))]
+    b = np.array(pats, dtype=np.uint64)[rng.integers(0, len(pats), size=(300_000, 4))]
+    c = np.zeros(len(a), dtype=np.uint64)
+    differ = _differing(_e3m2_late_unit, a, b, c, (15, 16, 17))
+    assert differ[15] and not differ[16] and not differ[17], differ
+
+
 def _k2_late_unit(n: int, **kw) -> AccumulatorConfig:
     return AccumulatorConfig(in_format="e4m3", c_format="binary16", out_format="binary16",
                              k=2, nfma=1, neab=n, c_placement="late", final_rounding="rne",
