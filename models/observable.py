@@ -1356,7 +1356,8 @@ def _lands_on_midpoint(odd_parts: frozenset[int], align: str, D: int) -> bool:
     return False
 
 
-def _late_acc_pairs_bound(cfg: AccumulatorConfig, align: str, t_out: int) -> int | None:
+@functools.lru_cache(maxsize=1024)
+def _late_acc_pairs_bound(fa_name: str, fb_name: str, align: str, t_out: int) -> int | None:
     """F from which a two-term block whose accumulator sets the alignment (T1, c late: an
     earlier result on the output's grid) beside a product (T2) rounds to nearest as the
     exact sum does, from the products themselves (formats of at most 8 bits; None else).
@@ -1369,7 +1370,7 @@ def _late_acc_pairs_bound(cfg: AccumulatorConfig, align: str, t_out: int) -> int
     at most, so no product lands from D = 4, F = out_t + 6, where the width bound asks
     out_t + 7 (under truncation; rd and rne alignment land from wider runs too).  The
     alignment rounding (here 'rz', 'rd' or 'rne') is the unit's."""
-    prods = _products(cfg.in_format, cfg.b_fmt)
+    prods = _products(fa_name, fb_name)
     if prods is None:
         return None
     odd = set()
@@ -1477,7 +1478,8 @@ def _nearest_pairs_bounds(cfg: AccumulatorConfig, align: str, below: int = 0,
     r_acc = w_prod + t_out + gap_acc
     if listed and cfg.c_placement == "late":
         # the accumulator beside a product: which products can land on a midpoint
-        r_acc = min(r_acc, _late_acc_pairs_bound(cfg, align, t_out) or r_acc)
+        r_acc = min(r_acc, _late_acc_pairs_bound(cfg.in_format, cfg.b_fmt, align, t_out)
+                    or r_acc)
     r = max(r_acc, fc.t, t_out, fa.t + fb.t + 1,  # and T1 kept whole
             flush_whole)
     even = (cfg.final_rounding == "rne" and t1_lsb > quantum
