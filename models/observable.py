@@ -344,12 +344,51 @@ def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None) -> 
     if cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.scales != 1:
         return False
     at = cfg if neab is None else cfg.replace(neab=neab)
-    if cfg.blocks > 1 and not (_scaled_rounding_exact(at) and _scaled_sums_normal(cfg)):
+    if cfg.blocks > 1 and not ((_scaled_rounding_exact(at) or _scaled_sums_fit(cfg))
+                               and _scaled_sums_normal(cfg)):
         return False
     plain = cfg.replace(scale_format=None, scale_block=None)
-    t_s = get_format(cfg.scale_format).t
-    margin = 2 * t_s + 2 if t_s else 0
-    return at.frac_bits >= _bounds(plain, clamp=False)["f_exact"] + margin
+    fs = get_format(cfg.scale_format)
+    b = _bounds(plain, clamp=False)
+    if not fs.t:
+        return at.frac_bits >= b["f_exact"]
+    # M adds 2 s.t bits below every product.  Above, it moves the largest normalised
+    # product's exponent (plain: a.emax + b.emax + 1) and an earlier result's bound
+    # (k - last) pmax 2^grid by the binades M_max adds to them (e2m1 at K = 16, nfma = 1:
+    # 15 x 144 x 225 / 64 < 2^11 against 15 x 144 < 2^12, one), but not a denormalised
+    # product's exponent field
+    m_max = fs.max_sig ** 2
+    above = 0
+    if cfg.product_normalisation == "normalised":
+        sig = b["fin"].max_sig * b["fb"].max_sig
+        above = _flog2_int(sig * m_max) - b["fin"].t - b["fb"].t - 2 * fs.t - 1
+    last = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
+    if cfg.k > last:
+        acc = (cfg.k - last) * b["pmax"]
+        above = max(above, _flog2_int(acc * m_max) - 2 * fs.t - _flog2_int(acc))
+    return at.frac_bits >= b["f_exact"] + 2 * fs.t + above
+
+
+def _scaled_sums_fit(cfg: AccumulatorConfig) -> bool:
+    """Whether every sum of up to K products under one pair of scale factors is exact in
+    the output: the products are M 2^s times the unscaled ones (M the scale significands'
+    product, an integer over 2^(2 s.t)), so such a sum is an integer multiple of M 2^(s +
+    g) (g the unscaled product grid), at most K pmax / 2^g times it in magnitude, and so
+    has at most bit_length(K (pmax / 2^g) max_sig(s)^2) significant bits, whatever the
+    scale factors; with those bits in the output's precision and every such sum in its
+    normal range (_scaled_sums_normal, and below its largest value), a block that drops
+    no bit returns its exact sum.  NVFP4 (e2m1 under ue4m3) at K = 16: 16 x 144 x 225
+    < 2^19, so binary32 holds every block result, whatever F beyond the alignment bound,
+    though _scaled_rounding_exact counts F + 7 bits."""
+    if cfg.scales != 1:
+        return False
+    fa, fb, fs, fout = (get_format(cfg.in_format), get_format(cfg.b_fmt),
+                        get_format(cfg.scale_format), get_format(cfg.out_format))
+    g_p = (fa.emin - fa.t) + (fb.emin - fb.t)
+    pmax = fa.max_sig * fb.max_sig << ((fa.emax - fa.t) + (fb.emax - fb.t) - g_p)
+    p_out = (cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t) + 1
+    return ((cfg.k * pmax * fs.max_sig ** 2).bit_length() <= p_out and _scaled_sums_normal(cfg)
+            and cfg.k * fa.fmax * fb.fmax * fs.fmax ** 2 < fout.fmax)
 
 
 def _scaled_blocks_exact(cfg: AccumulatorConfig) -> bool:
@@ -359,7 +398,8 @@ def _scaled_blocks_exact(cfg: AccumulatorConfig) -> bool:
     (at least the smallest product, at most K largest ones): every block then returns
     its exact sum, so the blocks' boundaries do not show (e2m1 under ue8m0 scale factors
     into binary64: 2^-256 to 2^262)."""
-    if not (_scaled_alignment_exact(cfg) and _scaled_rounding_exact(cfg)):
+    if not (_scaled_alignment_exact(cfg) and (_scaled_rounding_exact(cfg)
+                                              or _scaled_sums_fit(cfg))):
         return False
     if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
         return False
@@ -792,7 +832,8 @@ def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...
     if feature == "nfma" and _scaled_blocks_exact(cfg):
         return tuple(d for d in range(1, cfg.k + 1) if cfg.k % d == 0 and d != cfg.nfma
                      and _valid(cfg, nfma=d) and not _scaled_blocks_exact(cfg.replace(nfma=d)))
-    if feature == "final_rounding" and _scaled_rounding_exact(cfg):
+    if feature == "final_rounding" and (_scaled_rounding_exact(cfg) or (
+            _scaled_alignment_exact(cfg) and _scaled_sums_fit(cfg))):
         # every block result is an output: only an exact zero's sign shows round-down
         if not _zero_sign_shows(cfg):
             return ()

@@ -187,6 +187,38 @@ def test_scaled_subnormal_accumulator_shows_f() -> None:
     assert evaluate(cfg.replace(neab=2), a, b, c)[0] == 0
 
 
+def test_scaled_one_block_bound_is_tight() -> None:
+    """NVFP4 FDA at K = 16 with c late (one pair of ue4m3 scale factors, two-term blocks)
+    into binary32: every sum of the 16 products fits binary32 (16 x 144 x 225 < 2^19), so
+    the blocks are exact from the F where alignment drops nothing, 18 (the earlier result
+    15 x 36 x 225/64 = 1898.4375 at 2^10, a product's last bit at 2^-8;
+    models/observable.py, _scaled_sums_fit and _scaled_alignment_exact).  The row of
+    neab-scaled-one-block-deep tells F = 17 from 18, and no extreme row tells 18 from 40."""
+    e2, s = get_format("e2m1"), get_format("ue4m3")
+    cfg = AccumulatorConfig(in_format="e2m1", out_format="binary32", k=16, nfma=1, neab=0,
+                            c_placement="late", scale_format="ue4m3", scale_block=16)
+    alts = alternatives(cfg, "neab")
+    assert -6 in alts and -5 not in alts          # F = 17 shows, F = 18 does not
+    assert alternatives(cfg, "align_rounding") == ()
+    rng = np.random.default_rng(16)
+    n = 4000
+    vals = [e2.exact_bits(Fraction(v)) for v in (6, -6, 4, 3, Fraction(3, 2), Fraction(1, 2))]
+    a = rng.choice(vals, size=(n, 16)).astype(np.uint64)
+    b = rng.choice(vals, size=(n, 16)).astype(np.uint64)
+    odd = [s.exact_bits(Fraction(m, 8)) for m in (9, 11, 13, 15)]
+    sa = rng.choice(odd, size=(n, 1)).astype(np.uint64)
+    sb = rng.choice(odd, size=(n, 1)).astype(np.uint64)
+    a[0, :15], b[0, :15] = e2.exact_bits(6), e2.exact_bits(6)
+    a[0, 15], b[0, 15] = e2.exact_bits(Fraction(3, 2)), e2.exact_bits(Fraction(3, 2))
+    sa[0, 0] = sb[0, 0] = s.exact_bits(Fraction(15, 8))
+    c = np.zeros(n, dtype=np.uint64)
+    f17, f18, f40 = (evaluate(cfg.replace(neab=v), a, b, c, sa, sb) for v in (-6, -5, 17))
+    f32 = get_format("binary32")
+    assert f32.to_fraction(int(f18[0])) == Fraction(15 * 36 * 225 * 4 + 9 * 225, 256)
+    assert f17[0] != f18[0]
+    assert (f18 == f40).all()
+
+
 def test_nearest_pairs_threshold_e4m3_binary16() -> None:
     """Two-term blocks rounded to nearest: e4m3 into binary16 shows F = 24 against 25 (a
     product with a subnormal factor aligns at its exponent field, t binades above its value)
