@@ -323,6 +323,48 @@ fixed: {scale_format: ue8m0, scale_block: 32, neab: 2, nfma: 64, align_rounding:
 """
 
 
+#: the scaled probes for FDA with c late (scaled.yaml), checked on NVFP4-style units below
+SCALED_LATE = ("neab-scaled-one-block-deep", "neab-scaled-one-block-scan",
+               "neab-scaled-late-scan", "neab-scaled-late-scan-near",
+               "align-rounding-scaled-late", "product-normalisation-scaled-late",
+               "nfma-walk-scaled-late-tie")
+NVFP4_FDA_LATE = """\
+id: nvfp4-fda-late-one-scale-block
+formats: {in: e2m1, c: binary32, out: binary32}
+k: [16]
+fixed: {algorithm: fused, scale_format: ue4m3, scale_block: 16, c_placement: late}
+vary:
+  nfma: [1, 8, 16]
+  neab: [-10, 0, 2]
+  final_rounding: [rz, rne]
+---
+id: nvfp4-fda-late-four-scale-blocks
+formats: {in: e2m1, c: binary32, out: binary32}
+k: [64]
+fixed: {algorithm: fused, scale_format: ue4m3, scale_block: 16, c_placement: late}
+vary:
+  nfma: [1, 16]
+  neab: [-10, 0, 2]
+  final_rounding: [rz, rne]
+"""
+
+
+def test_scaled_late_probes_read_fda_with_c_late(tmp_path) -> None:
+    # e2m1 under ue4m3 scale factors with c late: under one pair of scale factors (K = 16)
+    # the one-block probes decide F on every configuration (binary32 holds the largest
+    # earlier result beside the smallest product); across scale blocks (K = 64) each
+    # *-scaled-late probe reads its feature beside 2^h from the first one
+    path = tmp_path / "nvfp4.yaml"
+    path.write_text(NVFP4_FDA_LATE)
+    rep = run_check(LIBRARY, load_spaces([path]))
+    assert not [r.probe.id for r in rep.results if r.failed]
+    tried = {r.probe.id: r.correct for r in rep.results if r.probe.id in SCALED_LATE}
+    assert len(tried) == len(SCALED_LATE) and min(tried.values()) > 0, tried
+    (one,) = [c for c in rep.coverage
+              if c.feature == "neab" and c.space == "nvfp4-fda-late-one-scale-block"]
+    assert one.observable == one.decided > 0, one.to_json()
+
+
 def test_scaled_probes_decide_block_scaled_units(tmp_path) -> None:
     # probes with scale factors of their own (scaled.yaml) are never wrong and decide, on
     # GDFS, F, the group size, both roundings, the carry bits and subnormal outputs, and on
@@ -332,7 +374,8 @@ def test_scaled_probes_decide_block_scaled_units(tmp_path) -> None:
     rep = run_check(LIBRARY, load_spaces([path]))
     assert not [r.probe.id for r in rep.results if r.failed]
     assert not rep.undecided and not any(c.gaps for c in rep.coverage)
-    tried = {r.probe.id: r.correct for r in rep.results if r.probe.scaled}
+    tried = {r.probe.id: r.correct for r in rep.results
+             if r.probe.scaled and r.probe.id not in SCALED_LATE}
     assert min(tried.values()) > 0, tried
     decided = {c.feature: (c.observable, c.decided) for c in rep.coverage if c.observable}
     for f in ("neab", "nfma", "align_rounding", "final_rounding", "carry_bits",
