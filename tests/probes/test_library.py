@@ -327,7 +327,7 @@ fixed: {scale_format: ue8m0, scale_block: 32, neab: 2, nfma: 64, align_rounding:
 SCALED_LATE = ("neab-scaled-one-block-deep", "neab-scaled-one-block-scan",
                "neab-scaled-late-scan", "neab-scaled-late-scan-near",
                "align-rounding-scaled-late", "product-normalisation-scaled-late",
-               "nfma-walk-scaled-late-tie")
+               "nfma-walk-scaled-late-tie", "product-normalisation-scaled-one-block")
 NVFP4_FDA_LATE = """\
 id: nvfp4-fda-late-one-scale-block
 formats: {in: e2m1, c: binary32, out: binary32}
