@@ -330,12 +330,13 @@ def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None) -> 
     """alignment_exact for block-scaled FDA units with one scale block and c late, whose
     blocks see products only, all under the same scale factors: every product is the
     unscaled one times a common M 2^s (M the scale significands' product, 1 for ue8m0).
-    Where no block result rounds or lies below the output's smallest normal (binary64
-    outputs: _scaled_rounding_exact, and the smallest product at or above out.fmin), an
-    earlier block's result is the exact sum of its products, and the unscaled unit's
-    bound on F holds with all exponents moved by s (taken without the output's emax,
-    which s moves past), plus, under M, the 2 s.t bits M adds below each product and the
-    two binades it may add above an earlier block's result (ue4m3: M < 1.875^2 < 4).
+    Where no block result lies below the output's smallest normal or overflows, an
+    earlier block's result is the exact sum of its products (_scaled_rounding_exact,
+    _scaled_sums_fit) or that sum rounded, a multiple of the grid at most one binade
+    higher, and the unscaled unit's bound on F holds with all exponents moved by s (taken
+    without the output's emax, which s moves past), plus, under M, the 2 s.t bits M adds
+    below each product and the binades it adds above an earlier block's result (ue4m3:
+    M < 1.875^2 < 4), one more where that result rounds.
     So it does with a single block (nfma = k), which meets no earlier result.  Elsewhere
     it does not: a later block aligns a subnormal earlier result at the output's emin,
     above its value, and drops the products' bits below 2^(emin - F) at any depth (e2m1
@@ -344,14 +345,19 @@ def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None) -> 
     if cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.scales != 1:
         return False
     at = cfg if neab is None else cfg.replace(neab=neab)
-    if cfg.blocks > 1 and not ((_scaled_rounding_exact(at) or _scaled_sums_fit(cfg))
-                               and _scaled_sums_normal(cfg)):
+    fa, fb, fs, fout = (get_format(cfg.in_format), get_format(cfg.b_fmt),
+                        get_format(cfg.scale_format), get_format(cfg.out_format))
+    if cfg.blocks > 1 and not (_scaled_sums_normal(cfg)
+                               and cfg.k * fa.fmax * fb.fmax * fs.fmax ** 2 < fout.fmax):
         return False
+    # a block result that rounds (more bits than the output holds) is still a multiple
+    # of the products' grid, its last bit at or above the grid, and lies at most one
+    # binade above its exact sum's bound (rounded up onto a power of two)
+    rounds = int(cfg.blocks > 1 and not (_scaled_rounding_exact(at) or _scaled_sums_fit(cfg)))
     plain = cfg.replace(scale_format=None, scale_block=None)
-    fs = get_format(cfg.scale_format)
     b = _bounds(plain, clamp=False)
     if not fs.t:
-        return at.frac_bits >= b["f_exact"]
+        return at.frac_bits >= b["f_exact"] + rounds
     # M adds 2 s.t bits below every product.  Above, it moves the largest normalised
     # product's exponent (plain: a.emax + b.emax + 1) and an earlier result's bound
     # (k - last) pmax 2^grid by the binades M_max adds to them (e2m1 at K = 16, nfma = 1:
@@ -365,7 +371,7 @@ def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None) -> 
     last = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
     if cfg.k > last:
         acc = (cfg.k - last) * b["pmax"]
-        above = max(above, _flog2_int(acc * m_max) - 2 * fs.t - _flog2_int(acc))
+        above = max(above, _flog2_int(acc * m_max) - 2 * fs.t - _flog2_int(acc) + rounds)
     return at.frac_bits >= b["f_exact"] + 2 * fs.t + above
 
 

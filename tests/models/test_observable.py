@@ -200,6 +200,9 @@ def test_scaled_one_block_bound_is_tight() -> None:
     alts = alternatives(cfg, "neab")
     assert -6 in alts and -5 not in alts          # F = 17 shows, F = 18 does not
     assert alternatives(cfg, "align_rounding") == ()
+    # into bfloat16 the block results round: one binade more for an earlier result
+    bf = cfg.replace(out_format="bfloat16", c_format="bfloat16")
+    assert -5 in alternatives(bf, "neab") and -4 not in alternatives(bf, "neab")
     rng = np.random.default_rng(16)
     n = 4000
     vals = [e2.exact_bits(Fraction(v)) for v in (6, -6, 4, 3, Fraction(3, 2), Fraction(1, 2))]
