@@ -326,6 +326,16 @@ def _scaled_sums_normal(cfg: AccumulatorConfig) -> bool:
     return fin.smin * fb.smin * fs.smin ** 2 >= get_format(cfg.out_format).fmin
 
 
+def _scaled_sums_in_range(cfg: AccumulatorConfig) -> bool:
+    """Whether every non-zero sum of a block-scaled unit's products lies in the output's
+    normal range: at least the smallest normal (_scaled_sums_normal) and below the
+    largest value (K largest products under the largest scale factors)."""
+    fa, fb, fs = (get_format(cfg.in_format), get_format(cfg.b_fmt),
+                  get_format(cfg.scale_format))
+    return _scaled_sums_normal(cfg) and (
+        cfg.k * fa.fmax * fb.fmax * fs.fmax ** 2 < get_format(cfg.out_format).fmax)
+
+
 def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None) -> bool:
     """alignment_exact for block-scaled FDA units with one scale block and c late, whose
     blocks see products only, all under the same scale factors: every product is the
@@ -345,10 +355,7 @@ def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None) -> 
     if cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.scales != 1:
         return False
     at = cfg if neab is None else cfg.replace(neab=neab)
-    fa, fb, fs, fout = (get_format(cfg.in_format), get_format(cfg.b_fmt),
-                        get_format(cfg.scale_format), get_format(cfg.out_format))
-    if cfg.blocks > 1 and not (_scaled_sums_normal(cfg)
-                               and cfg.k * fa.fmax * fb.fmax * fs.fmax ** 2 < fout.fmax):
+    if cfg.blocks > 1 and not _scaled_sums_in_range(cfg):
         return False
     # a block result that rounds (more bits than the output holds) is still a multiple
     # of the products' grid, its last bit at or above the grid, and lies at most one
@@ -356,6 +363,7 @@ def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None) -> 
     rounds = int(cfg.blocks > 1 and not (_scaled_rounding_exact(at) or _scaled_sums_fit(cfg)))
     plain = cfg.replace(scale_format=None, scale_block=None)
     b = _bounds(plain, clamp=False)
+    fs = get_format(cfg.scale_format)
     if not fs.t:
         return at.frac_bits >= b["f_exact"] + rounds
     # M adds 2 s.t bits below every product.  Above, it moves the largest normalised
@@ -393,8 +401,7 @@ def _scaled_sums_fit(cfg: AccumulatorConfig) -> bool:
     g_p = (fa.emin - fa.t) + (fb.emin - fb.t)
     pmax = fa.max_sig * fb.max_sig << ((fa.emax - fa.t) + (fb.emax - fb.t) - g_p)
     p_out = (cfg.out_frac_bits if cfg.out_frac_bits is not None else fout.t) + 1
-    return ((cfg.k * pmax * fs.max_sig ** 2).bit_length() <= p_out and _scaled_sums_normal(cfg)
-            and cfg.k * fa.fmax * fb.fmax * fs.fmax ** 2 < fout.fmax)
+    return (cfg.k * pmax * fs.max_sig ** 2).bit_length() <= p_out and _scaled_sums_in_range(cfg)
 
 
 def _scaled_blocks_exact(cfg: AccumulatorConfig) -> bool:
@@ -409,10 +416,7 @@ def _scaled_blocks_exact(cfg: AccumulatorConfig) -> bool:
         return False
     if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
         return False
-    fin, fb, fs = (get_format(cfg.in_format), get_format(cfg.b_fmt),
-                   get_format(cfg.scale_format))
-    return _scaled_sums_normal(cfg) and cfg.k * fin.fmax * fb.fmax * fs.fmax ** 2 < get_format(
-        cfg.out_format).fmax
+    return _scaled_sums_in_range(cfg)
 
 
 def _scaled_output_observable(cfg: AccumulatorConfig, stage: str = "output") -> bool:
