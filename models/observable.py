@@ -205,9 +205,10 @@ def alignment_exact(cfg: AccumulatorConfig, neab: int | None = None,
     b = _bounds(cfg)
     F = 23 + (cfg.neab if neab is None else neab)
     if products_only:
-        top, grid = b["e_prod"] + (cfg.product_normalisation != "normalised"), b["g_p"]
-        # a normalised product may sit one exponent above e_a + e_b: cover both
-        return F >= max(top - grid, b["fin"].t + b["fb"].t + 1)
+        # the dot product aligns at its largest product's exponent: e_a + e_b for
+        # denormalised products (their significand's integer bits sit above it, dropped
+        # nothing), one more for a normalised product of significand >= 2 (e_prod)
+        return F >= max(b["e_prod"] - b["g_p"], b["fin"].t + b["fb"].t + 1)
     return F >= b["f_exact"]
 
 
