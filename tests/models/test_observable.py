@@ -222,6 +222,29 @@ def test_scaled_one_block_bound_is_tight() -> None:
     assert (f18 == f40).all()
 
 
+def test_fdrda_denormalised_dot_aligns_at_the_exponent_fields() -> None:
+    """FDRDA's dot product aligns at its largest product's exponent: e_a + e_b for
+    denormalised products, so e3m2 x e4m3 (grid 2^-13, fields up to 4 + 8) drops nothing
+    at F = 25, while a normalised unit aligns 28 x 448 = 12544 at 13 and rounds the tail
+    63 x 2^-13 of align-rounding-fdrda-c-norm-sides (31.5 quanta) one way or another."""
+    e3, e4, f32 = get_format("e3m2"), get_format("e4m3"), get_format("binary32")
+    cfg = AccumulatorConfig(in_format="e3m2", b_format="e4m3", k=2, nfma=2, neab=2,
+                            algorithm="fdrda", out_format="binary32", c_format="binary32")
+    norm = cfg.replace(product_normalisation="normalised")
+    assert alternatives(cfg, "align_rounding") == ()
+    assert set(alternatives(norm, "align_rounding")) == {"rd", "rne", "rz_sticky"}
+    a = np.array([[e3.exact_bits(Fraction(28)), e3.exact_bits(Fraction(7, 16))]], np.uint64)
+    b = np.array([[e4.exact_bits(Fraction(448)), e4.exact_bits(Fraction(9, 512))]], np.uint64)
+    c = np.array([f32.exact_bits(Fraction(-12544))], np.uint64)
+    for mode, quanta in (("rz", 31), ("rne", 32), ("rz_sticky", Fraction(63, 2))):
+        for unit, want in ((cfg, Fraction(63, 2 ** 13)), (norm, quanta * Fraction(1, 2 ** 12))):
+            got = evaluate(unit.replace(align_rounding=mode), a, b, c)[0]
+            assert f32.to_fraction(int(got)) == want, (unit.product_normalisation, mode)
+    _check_claims([cfg.replace(k=k, nfma=n, interleave=i) for k, n, i in
+                   ((4, 4, "none"), (8, 4, "even_odd"), (16, 16, "even_odd"), (8, 2, "none"))],
+                  25, 4, 3000)
+
+
 def test_nearest_pairs_threshold_e4m3_binary16() -> None:
     """Two-term blocks rounded to nearest: e4m3 into binary16 shows F = 24 against 25 (a
     product with a subnormal factor aligns at its exponent field, t binades above its value)
