@@ -381,3 +381,50 @@ def test_scaled_probes_decide_block_scaled_units(tmp_path) -> None:
     for f in ("neab", "nfma", "align_rounding", "final_rounding", "carry_bits",
               "subnormal_products", "subnormal_sums", "subnormal_output"):
         assert decided[f][0] == decided[f][1] > 0, (f, decided[f])
+
+
+NORMAL_TAILS = ("align-rounding-acc-sides", "align-rounding-top-sides",
+                "align-rounding-fdrda-c-sides", "align-rounding-fdrda-c-norm-sides",
+                "align-rounding-fdrda-c-even-sides", "product-normalisation-cancel-sides",
+                "product-normalisation-cancel-sides-sticky")
+F8F6F4_FLUSHED = """\
+id: e3m2-e4m3-flushed-inputs
+formats: {in: e3m2, c: binary64, out: binary64}
+k: [8]
+fixed: {b_format: e4m3, algorithm: fused, c_placement: late, flush: [inputs]}
+vary:
+  nfma: [1, 4]
+  neab: [0, 2]
+  align_rounding: [rz, rd, rne, rz_sticky]
+  product_normalisation: [denormalised, normalised]
+---
+id: e3m2-e4m3-fdrda
+formats: {in: e3m2, c: binary32, out: binary32}
+k: [8]
+fixed: {b_format: e4m3, algorithm: fdrda}
+vary:
+  nfma: [4, 8]
+  neab: [0, 2]
+  align_rounding: [rz, rd, rne, rz_sticky]
+  product_normalisation: [denormalised, normalised]
+  interleave: [none, even_odd]
+  flush: [[], [inputs]]
+"""
+
+
+def test_normal_tail_probes_read_mixed_pairs(tmp_path) -> None:
+    # e3m2 x e4m3 (Blackwell f8f6f4): tails of normal factors on a tie reach the pair's
+    # grid with subnormal inputs flushed, where the per-side probes built on subnormal
+    # factors do not apply; every probe of mixed.yaml that uses them decides somewhere,
+    # none is ever wrong, and the alignment rounding is decided on every configuration
+    # of blocks after the first with c late into binary64 (one block of normalised
+    # products at F = 25 is left: the top product 2^a.emax x b.fmax aligns a binade low)
+    path = tmp_path / "f8f6f4.yaml"
+    path.write_text(F8F6F4_FLUSHED)
+    rep = run_check(LIBRARY, load_spaces([path]))
+    assert not [r.probe.id for r in rep.results if r.failed]
+    tried = {r.probe.id: r.correct for r in rep.results if r.probe.id in NORMAL_TAILS}
+    assert len(tried) == len(NORMAL_TAILS) and min(tried.values()) > 0, tried
+    (late,) = [c for c in rep.coverage
+               if c.feature == "align_rounding" and c.space == "e3m2-e4m3-flushed-inputs"]
+    assert late.observable == late.decided > 0, late.to_json()
