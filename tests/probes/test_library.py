@@ -428,3 +428,28 @@ def test_normal_tail_probes_read_mixed_pairs(tmp_path) -> None:
     (late,) = [c for c in rep.coverage
                if c.feature == "align_rounding" and c.space == "e3m2-e4m3-flushed-inputs"]
     assert late.observable == late.decided > 0, late.to_json()
+
+
+F6F4_SUBNORMAL_OUTPUT = """\
+id: e2m3-e2m1-binary16-flush
+formats: {in: e2m3, c: binary16, out: binary16}
+k: [4]
+fixed: {b_format: e2m1, algorithm: fused}
+vary:
+  nfma: [1, 4]
+  c_placement: [early, late]
+  flush: [[inputs], [sums], [output], [inputs, output], [sums, output]]
+"""
+
+
+def test_subnormal_output_sides_read_fp6_fp4_pairs(tmp_path) -> None:
+    # e2m3 x e2m1 into binary16: every product is a multiple of 2^-4, far above binary16's
+    # subnormals, and neither format's own probe builds the pair's grid; a cancelling pair
+    # of normal products (1.125 x 1.5 - 1.625 x 1) or the product of both smallest
+    # subnormals beside c = -(2^-4 - 2^-15) leaves the subnormal 2^-15 for the output stage
+    path = tmp_path / "f6f4.yaml"
+    path.write_text(F6F4_SUBNORMAL_OUTPUT)
+    rep = run_check(LIBRARY, load_spaces([path]))
+    assert not [r.probe.id for r in rep.results if r.failed]
+    (cov,) = [c for c in rep.coverage if c.feature == "subnormal_output"]
+    assert cov.observable == cov.decided > 0, cov.to_json()
