@@ -453,3 +453,27 @@ def test_subnormal_output_sides_read_fp6_fp4_pairs(tmp_path) -> None:
     assert not [r.probe.id for r in rep.results if r.failed]
     (cov,) = [c for c in rep.coverage if c.feature == "subnormal_output"]
     assert cov.observable == cov.decided > 0, cov.to_json()
+
+
+def _late_sticky_spaces() -> str:
+    docs = []
+    for fin, fb, out in (("e4m3", None, "binary32"), ("e2m1", None, "binary32"),
+                         ("e3m2", "e4m3", "binary64"), ("bfloat16", None, "bfloat16")):
+        b = f", b_format: {fb}" if fb else ""
+        docs.append(f"id: late-sticky-{fin}-{out}\nformats: {{in: {fin}, c: {out}, out: {out}}}\n"
+                    f"k: [8]\nfixed: {{algorithm: fused, c_placement: late{b}}}\n"
+                    "vary:\n  nfma: [1, 4, 8]\n  neab: [-10, 0, 2]\n"
+                    "  align_rounding: [rz_sticky, rne]\n"
+                    "  product_normalisation: [denormalised, normalised]\n")
+    return "---\n".join(docs)
+
+
+def test_late_probes_never_wrong_under_a_sticky_bit(tmp_path) -> None:
+    # the matrix varies the alignment rounding with c early only; with c late a sticky
+    # bit keeps a lone dropped bit half a quantum below F exactly, which once made
+    # neab-exact-norm-sides read F = 25 as F >= 26 (e3m2 x e4m3, flushed inputs)
+    path = tmp_path / "late-sticky.yaml"
+    path.write_text(_late_sticky_spaces())
+    rep = run_check(LIBRARY, load_spaces([path]))
+    assert rep.configurations == 4 * 36
+    assert not [(r.probe.id, r.counterexamples[:1]) for r in rep.results if r.failed]
