@@ -354,15 +354,21 @@ def test_scaled_late_probes_read_fda_with_c_late(tmp_path) -> None:
     # the one-block probes decide F on every configuration (binary32 holds the largest
     # earlier result beside the smallest product); across scale blocks (K = 64) each
     # *-scaled-late probe reads its feature beside 2^h from the first one
-    path = tmp_path / "nvfp4.yaml"
-    path.write_text(NVFP4_FDA_LATE)
+    _decided_by(tmp_path, NVFP4_FDA_LATE, SCALED_LATE, "neab",
+                "nvfp4-fda-late-one-scale-block")
+
+
+def _decided_by(tmp_path, spaces: str, probe_ids, feature: str, space: str) -> None:
+    """The library on these spaces: no probe wrong, each of probe_ids right somewhere, and
+    feature decided on every configuration of space where it is observable."""
+    path = tmp_path / "spaces.yaml"
+    path.write_text(spaces)
     rep = run_check(LIBRARY, load_spaces([path]))
     assert not [r.probe.id for r in rep.results if r.failed]
-    tried = {r.probe.id: r.correct for r in rep.results if r.probe.id in SCALED_LATE}
-    assert len(tried) == len(SCALED_LATE) and min(tried.values()) > 0, tried
-    (one,) = [c for c in rep.coverage
-              if c.feature == "neab" and c.space == "nvfp4-fda-late-one-scale-block"]
-    assert one.observable == one.decided > 0, one.to_json()
+    tried = {r.probe.id: r.correct for r in rep.results if r.probe.id in probe_ids}
+    assert len(tried) == len(probe_ids) and min(tried.values(), default=1) > 0, tried
+    (cov,) = [c for c in rep.coverage if c.feature == feature and c.space == space]
+    assert cov.observable == cov.decided > 0, cov.to_json()
 
 
 def test_scaled_probes_decide_block_scaled_units(tmp_path) -> None:
@@ -419,17 +425,12 @@ def test_normal_tail_probes_read_mixed_pairs(tmp_path) -> None:
     # none is ever wrong, and the alignment rounding is decided on every configuration
     # of blocks after the first with c late into binary64 (one block of normalised
     # products at F = 25 is left: the top product 2^a.emax x b.fmax aligns a binade low)
-    path = tmp_path / "f8f6f4.yaml"
-    path.write_text(F8F6F4_FLUSHED)
-    rep = run_check(LIBRARY, load_spaces([path]))
-    assert not [r.probe.id for r in rep.results if r.failed]
-    tried = {r.probe.id: r.correct for r in rep.results if r.probe.id in NORMAL_TAILS}
-    assert len(tried) == len(NORMAL_TAILS) and min(tried.values()) > 0, tried
-    (late,) = [c for c in rep.coverage
-               if c.feature == "align_rounding" and c.space == "e3m2-e4m3-flushed-inputs"]
-    assert late.observable == late.decided > 0, late.to_json()
+    _decided_by(tmp_path, F8F6F4_FLUSHED, NORMAL_TAILS, "align_rounding",
+                "e3m2-e4m3-flushed-inputs")
 
 
+SUBNORMAL_SIDES = ("subnormal-output-cancel-late-sides", "subnormal-output-cancel-sides",
+                   "subnormal-output-tail-sides")
 F6F4_SUBNORMAL_OUTPUT = """\
 id: e2m3-e2m1-binary16-flush
 formats: {in: e2m3, c: binary16, out: binary16}
@@ -447,12 +448,8 @@ def test_subnormal_output_sides_read_fp6_fp4_pairs(tmp_path) -> None:
     # subnormals, and neither format's own probe builds the pair's grid; a cancelling pair
     # of normal products (1.125 x 1.5 - 1.625 x 1) or the product of both smallest
     # subnormals beside c = -(2^-4 - 2^-15) leaves the subnormal 2^-15 for the output stage
-    path = tmp_path / "f6f4.yaml"
-    path.write_text(F6F4_SUBNORMAL_OUTPUT)
-    rep = run_check(LIBRARY, load_spaces([path]))
-    assert not [r.probe.id for r in rep.results if r.failed]
-    (cov,) = [c for c in rep.coverage if c.feature == "subnormal_output"]
-    assert cov.observable == cov.decided > 0, cov.to_json()
+    _decided_by(tmp_path, F6F4_SUBNORMAL_OUTPUT, SUBNORMAL_SIDES, "subnormal_output",
+                "e2m3-e2m1-binary16-flush")
 
 
 def _late_sticky_spaces() -> str:
