@@ -358,13 +358,19 @@ def test_scaled_late_probes_read_fda_with_c_late(tmp_path) -> None:
                 "nvfp4-fda-late-one-scale-block")
 
 
-def _decided_by(tmp_path, spaces: str, probe_ids, feature: str, space: str) -> None:
-    """The library on these spaces: no probe wrong, each of probe_ids right somewhere, and
-    feature decided on every configuration of space where it is observable."""
+def _never_wrong(tmp_path, spaces: str):
+    """The library's report on these spaces (YAML text), no probe wrong on any of them."""
     path = tmp_path / "spaces.yaml"
     path.write_text(spaces)
     rep = run_check(LIBRARY, load_spaces([path]))
-    assert not [r.probe.id for r in rep.results if r.failed]
+    assert not [(r.probe.id, r.counterexamples[:1]) for r in rep.results if r.failed]
+    return rep
+
+
+def _decided_by(tmp_path, spaces: str, probe_ids, feature: str, space: str) -> None:
+    """The library on these spaces: no probe wrong, each of probe_ids right somewhere, and
+    feature decided on every configuration of space where it is observable."""
+    rep = _never_wrong(tmp_path, spaces)
     tried = {r.probe.id: r.correct for r in rep.results if r.probe.id in probe_ids}
     assert len(tried) == len(probe_ids) and min(tried.values(), default=1) > 0, tried
     (cov,) = [c for c in rep.coverage if c.feature == feature and c.space == space]
@@ -469,8 +475,4 @@ def test_late_probes_never_wrong_under_a_sticky_bit(tmp_path) -> None:
     # the matrix varies the alignment rounding with c early only; with c late a sticky
     # bit keeps a lone dropped bit half a quantum below F exactly, which once made
     # neab-exact-norm-sides read F = 25 as F >= 26 (e3m2 x e4m3, flushed inputs)
-    path = tmp_path / "late-sticky.yaml"
-    path.write_text(_late_sticky_spaces())
-    rep = run_check(LIBRARY, load_spaces([path]))
-    assert rep.configurations == 4 * 36
-    assert not [(r.probe.id, r.counterexamples[:1]) for r in rep.results if r.failed]
+    assert _never_wrong(tmp_path, _late_sticky_spaces()).configurations == 4 * 36
