@@ -377,6 +377,49 @@ def _decided_by(tmp_path, spaces: str, probe_ids, feature: str, space: str) -> N
     assert cov.observable == cov.decided > 0, cov.to_json()
 
 
+NVFP4_CARRY = """\
+id: nvfp4-fda-carry-late
+formats: {in: e2m1, c: binary32, out: binary32}
+k: [16, 32]
+fixed: {algorithm: fused, scale_format: ue4m3, scale_block: 16, c_placement: late}
+vary:
+  nfma: [1, 8, 16]
+  carry_bits: [null, 0, 1, 2, 3, 4, 5]
+  flush: [[], [inputs]]
+---
+id: nvfp4-fda-carry-late-bfloat16
+formats: {in: e2m1, c: binary32, out: bfloat16}
+k: [16]
+fixed: {algorithm: fused, scale_format: ue4m3, scale_block: 16, c_placement: late}
+vary:
+  nfma: [1, 8]
+  carry_bits: [null, 0, 1, 2, 3, 4, 5]
+---
+id: nvfp4-fda-carry-normalised
+formats: {in: e2m1, c: binary32, out: binary32}
+k: [32, 64]
+fixed: {algorithm: fused, scale_format: ue4m3, scale_block: 16,
+        product_normalisation: normalised, nfma: 32}
+vary:
+  carry_bits: [null, 3, 4, 5]
+"""
+
+
+def test_scaled_carry_probes_read_every_carry_bit(tmp_path) -> None:
+    # NVFP4 on FDA: a scaled product reaches 1.5^2 x 1.875^2 = 7.91, so with c late a
+    # block of one product tells 0 carry bits from more and only an earlier result just
+    # below 2^(E + 1) beside it (6 x 1.5 x 1.875^2 = 1.98 x 2^4, then 7.91 x 2^4) wraps
+    # one; normalised products need c just below 2 units of their exponent (32 x 1.98 +
+    # 2 reaches 64, five carry bits)
+    _decided_by(tmp_path, NVFP4_CARRY, ("carry-bits-scaled-late-chain-deno",
+                                        "carry-bits-scaled-c-norm"), "carry_bits",
+                "nvfp4-fda-carry-late")
+    rep = _never_wrong(tmp_path, NVFP4_CARRY)
+    for space in ("nvfp4-fda-carry-late-bfloat16", "nvfp4-fda-carry-normalised"):
+        (cov,) = [c for c in rep.coverage if c.feature == "carry_bits" and c.space == space]
+        assert cov.observable == cov.decided > 0, cov.to_json()
+
+
 def test_scaled_probes_decide_block_scaled_units(tmp_path) -> None:
     # probes with scale factors of their own (scaled.yaml) are never wrong and decide, on
     # GDFS, F, the group size, both roundings, the carry bits and subnormal outputs, and on
