@@ -3,13 +3,16 @@ compact space that exercises all of them, and the language's error paths are cle
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.errors import SchemaError
+from mmaprobe.models.formats import get_format
 from mmaprobe.models.presets import list_presets
+from mmaprobe.models.reference import reference_dot
 from mmaprobe.models.space import CandidateSpace, load_spaces, space_files
 from mmaprobe.probes.checker import run_check
 from mmaprobe.probes.decide import Outcome
@@ -420,6 +423,79 @@ def test_scaled_carry_probes_read_every_carry_bit(tmp_path) -> None:
         assert cov.observable == cov.decided > 0, cov.to_json()
 
 
+NVFP4_TWO_TERM = """\
+id: nvfp4-2t-near
+formats: {in: e2m1, c: binary16, out: binary16}
+k: [16]
+fixed: {algorithm: fused, scale_format: ue4m3, scale_block: 16, nfma: 1}
+vary:
+  neab: [0, 1, 2]
+  final_rounding: [rne, rna]
+  align_rounding: [rz, rd, rne]
+---
+id: nvfp4-2t-rz-flushed
+formats: {in: e2m1, c: binary16, out: binary16}
+k: [16]
+fixed: {algorithm: fused, scale_format: ue4m3, scale_block: 16, nfma: 1, flush: [inputs]}
+vary:
+  neab: [0, 2]
+  product_normalisation: [denormalised, normalised]
+---
+id: nvfp4-2t-rz-flushed-binary32
+formats: {in: e2m1, c: binary32, out: binary32}
+k: [16]
+fixed: {algorithm: fused, scale_format: ue4m3, scale_block: 16, nfma: 1, flush: [inputs]}
+vary:
+  neab: [0, 2, 12]
+  product_normalisation: [denormalised, normalised]
+---
+id: nvfp4-2t-bfloat16
+formats: {in: e2m1, c: bfloat16, out: bfloat16}
+k: [16]
+fixed: {algorithm: fused, scale_format: ue4m3, scale_block: 16, nfma: 1, neab: 0}
+vary:
+  final_rounding: [rne, rna]
+  align_rounding: [rz, rd, rne]
+"""
+
+
+def test_deep_field_of_subnormal_scale_factors() -> None:
+    # a subnormal factor aligns its product at its exponent field: 0.5 x 4 under scale
+    # factors 2^-9 and 2^8 is 1, aligned at 2^4 (depth 1 + 3), so c = -(2^-12 + 2^-22)
+    # beside it loses its last bit at F = 25, where the sum is the midpoint 1 - 2^-12 and
+    # rounds to even (1), and keeps it at F = 26 (1 - 2^-11)
+    f2, fs, fh = get_format("e2m1"), get_format("ue4m3"), get_format("binary16")
+    row = [f2.exact_bits(Fraction(1, 2))] + [0] * 15, [f2.exact_bits(4)] + [0] * 15
+    c = fh.exact_bits(-(Fraction(1, 2**12) + Fraction(1, 2**22)))
+    scales = [fs.exact_bits(Fraction(1, 2**9))], [fs.exact_bits(256)]
+    out = {}
+    for neab in (1, 2, 3):
+        cfg = AccumulatorConfig(in_format="e2m1", out_format="binary16", c_format="binary16",
+                                k=16, nfma=1, neab=neab, final_rounding="rne",
+                                scale_format="ue4m3", scale_block=16)
+        out[23 + neab] = fh.to_fraction(reference_dot(cfg, *row, c, scale_a=scales[0],
+                                                       scale_b=scales[1]))
+    assert out == {24: 1, 25: 1, 26: 1 - Fraction(1, 2**11)}
+
+
+def test_scaled_two_term_probes_read_the_deep_field(tmp_path) -> None:
+    # NVFP4 two-term blocks with c early into 16-bit outputs: the unit-scale probes stop at
+    # e2m1's depth; scaled-two-term.yaml reads F, the normalisation and the alignment
+    # rounding beside products of subnormal scale factors (nearest final roundings) and
+    # of the scale format's range (truncation, flushed inputs)
+    rep = _never_wrong(tmp_path, NVFP4_TWO_TERM)
+    tried = {r.probe.id: r.correct for r in rep.results
+             if r.probe.file.endswith("scaled-two-term.yaml")}
+    assert len(tried) == 11 and min(tried.values()) > 0, tried
+    want = {"nvfp4-2t-near": ("neab", "product_normalisation"),
+            "nvfp4-2t-rz-flushed": ("neab", "align_rounding"),
+            "nvfp4-2t-rz-flushed-binary32": ("neab", "product_normalisation", "align_rounding"),
+            "nvfp4-2t-bfloat16": ("neab", "product_normalisation")}
+    for c in rep.coverage:
+        if c.feature in want[c.space]:
+            assert c.observable == c.decided > 0, c.to_json()
+
+
 def test_scaled_probes_decide_block_scaled_units(tmp_path) -> None:
     # probes with scale factors of their own (scaled.yaml) are never wrong and decide, on
     # GDFS, F, the group size, both roundings, the carry bits and subnormal outputs, and on
@@ -430,7 +506,8 @@ def test_scaled_probes_decide_block_scaled_units(tmp_path) -> None:
     assert not [r.probe.id for r in rep.results if r.failed]
     assert not rep.undecided and not any(c.gaps for c in rep.coverage)
     tried = {r.probe.id: r.correct for r in rep.results
-             if r.probe.scaled and r.probe.id not in SCALED_LATE}
+             if r.probe.scaled and r.probe.id not in SCALED_LATE
+             and not r.probe.file.endswith("scaled-two-term.yaml")}  # their own test
     assert min(tried.values()) > 0, tried
     decided = {c.feature: (c.observable, c.decided) for c in rep.coverage if c.observable}
     for f in ("neab", "nfma", "align_rounding", "final_rounding", "carry_bits",
