@@ -819,7 +819,9 @@ def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...
       (_scaled_rounding_exact);
     * F, the alignment rounding and the normalisation of FDA blocks that see one scale
       block's products only and drop no bit (_scaled_alignment_exact), and the block size
-      where every block returns its exact sum (_scaled_blocks_exact).
+      where every block returns its exact sum (_scaled_blocks_exact);
+    * F, the alignment rounding and the normalisation of two-term blocks rounded to
+      nearest under power-of-two scale factors, with c early (_nearest_pairs_bounds).
 
     tests/models/test_observable.py checks these claims on rows with any scale factors."""
     if feature == "algorithm":
@@ -840,6 +842,21 @@ def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...
             return (alt.product_normalisation,)
         return tuple(v for v in NEAB_VALUES if v != cfg.neab and _valid(cfg, neab=v)
                      and not _scaled_alignment_exact(cfg, v))
+    if feature in ("neab", "align_rounding", "product_normalisation") and \
+            _correctly_rounded_pairs(cfg):
+        # two-term blocks rounded to nearest under power-of-two scale factors
+        # (_nearest_pairs_bounds): as the unscaled rules
+        if feature == "neab":
+            return tuple(v for v in NEAB_VALUES if v != cfg.neab and _valid(cfg, neab=v)
+                         and not _correctly_rounded_pairs(cfg, v))
+        if feature == "align_rounding":
+            return tuple(v for v in ALIGN_ROUNDINGS if v != cfg.align_rounding
+                         and _valid(cfg, align_rounding=v)
+                         and not _correctly_rounded_pairs(cfg, align=v))
+        alt = cfg.replace(product_normalisation=(
+            "normalised" if cfg.product_normalisation == "denormalised" else "denormalised"))
+        if _correctly_rounded_pairs(alt):
+            return ()
     if feature == "nfma" and _scaled_blocks_exact(cfg):
         return tuple(d for d in range(1, cfg.k + 1) if cfg.k % d == 0 and d != cfg.nfma
                      and _valid(cfg, nfma=d) and not _scaled_blocks_exact(cfg.replace(nfma=d)))
@@ -1140,8 +1157,12 @@ class _PairTerms(NamedTuple):
 
 def _pair_terms(cfg: AccumulatorConfig, neab: int | None) -> _PairTerms | None:
     """cfg's formats and F for the two-term rules (neab given: that neab), or None where
-    they do not apply: block-scaled products, or carry bits few enough that a sum wraps."""
-    if cfg.scale_format is not None:
+    they do not apply: block-scaled products (save under power-of-two scale factors with c
+    early and no flushed output, as _nearest_pairs_bounds), or carry bits few enough that a
+    sum wraps."""
+    if cfg.scale_format is not None and (get_format(cfg.scale_format).t
+                                         or cfg.c_placement != "early"
+                                         or "output" in cfg.flush):
         return None
     if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
         return None
@@ -1183,7 +1204,8 @@ def _sticky_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) ->
       >= 2^(E - d - 1 - out_t): F >= d + 1 + out_t + extra.
     (The overflow threshold is a grid point or midpoint too; a flushed stage only removes
     terms; no sum may wrap: carry bits as carry_needed asks.)  Block-scaled products are
-    not covered.  The searches of tests/models/test_observable.py build the sums that sit
+    covered only under power-of-two scale factors (_pair_terms).  The searches of
+    tests/models/test_observable.py build the sums that sit
     on a boundary (c = M - P + a tail below q) and find the bound tight where they reach it.
     """
     if align == "rz_sticky":
@@ -1220,7 +1242,9 @@ def _sticky_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) ->
              (t_out, fout.emin, w_prod, False),          # subnormal earlier result
              (0, None, w_acc, True)]                     # product of normal inputs
     if keep_sub and not normalised:
-        kinds += [(d, e, w_acc, True) for d, e, _ in _subnormal_products(fa, fb)]
+        # under scale factors a product's exponent field is unbounded (_pair_terms)
+        kinds += [(d, None if cfg.scale_format else e, w_acc, True)
+                  for d, e, _ in _subnormal_products(fa, fb)]
     if keep_sub and early:
         kinds.append((fc.t, fc.emin, w_prod, False))     # subnormal c
     return all(rounds_correctly(*k) for k in kinds)
@@ -1291,7 +1315,8 @@ def _directed_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) 
     2^-17) beside 2^4 at F = 20) and checks every equivalence on rows that build the
     smallest accumulators (test_directed_pairs_flushed_inputs_*).
     """
-    if cfg.final_rounding not in ("rz", "rd", "ru", "ro") or align not in ("rz", "rne", "rd"):
+    if (cfg.final_rounding not in ("rz", "rd", "ru", "ro") or align not in ("rz", "rne", "rd")
+            or cfg.scale_format is not None):   # its bounds on products' ranges: unscaled
         return False
     pair = _pair_terms(cfg, neab) if "inputs" in cfg.flush else None
     if pair is None:
@@ -1445,7 +1470,14 @@ def _nearest_pairs_bounds(cfg: AccumulatorConfig, align: str, below: int = 0,
     sets the alignment is ever odd on the output's grid.  below: p for a claim that holds
     that many F below the rounding bound (but never below the F from which the accumulator
     loses no bit).  None where the proof does not apply."""
-    if cfg.scale_format is not None:
+    # scale factors that are powers of two (ue8m0: no fraction bits, no subnormals) move a
+    # product to any exponent and change nothing else the proof reads, save the bounds on
+    # where products lie: with c early, no flushed output, each kind of product's exponent
+    # field is taken unbounded (ue4m3's significands and subnormals would widen and deepen
+    # the products: not covered)
+    scaled = cfg.scale_format is not None
+    if scaled and (get_format(cfg.scale_format).t or cfg.c_placement != "early"
+                   or "output" in cfg.flush):
         return None
     if cfg.carry_bits is not None and cfg.carry_bits < carry_needed(cfg):
         return None
@@ -1496,7 +1528,7 @@ def _nearest_pairs_bounds(cfg: AccumulatorConfig, align: str, below: int = 0,
     # side only
     kinds = [(0, None, w_prod)]
     if keep_sub and cfg.product_normalisation == "denormalised":
-        kinds += _subnormal_products(fa, fb)
+        kinds += [(d, None if scaled else e, w) for d, e, w in _subnormal_products(fa, fb)]
 
     def gap(d: int, e: int | None, near: bool) -> int:
         return d + near if e is None else min(d + near, e - fout.emin)
