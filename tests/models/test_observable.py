@@ -166,84 +166,6 @@ def test_claimed_equivalences_hold_under_scale_factors(fin: str, sf: str, k: int
     _check_claims(space.configs, k, 30, 2000)
 
 
-def _scaled_boundary_rows(fin: str, fout: str, sf: str, k: int, factors, depths):
-    """_boundary_rows for a block-scaled unit (one scale block of k): the product P = x y
-    2^s of row position 0 under scale factors 2^s and 1, c = M - P + tail as there (the
-    tail below P's exponent field, e_x + e_y + s)."""
-    fi, fo, fs = get_format(fin), get_format(fout), get_format(sf)
-    rows = []
-    for x, y, sc in factors:
-        p = x * y * Fraction(2) ** sc
-        e_field = fi.decode(fi.exact_bits(x))[3] + fi.decode(fi.exact_bits(y))[3] + sc
-        v = p.numerator.bit_length() - p.denominator.bit_length()
-        v -= Fraction(2) ** v > p
-        for drop in (0, 1):
-            g = Fraction(2) ** (max(v - drop, fo.emin) - fo.t)
-            for j in range(-2, 4):
-                m = (p / g).__floor__() * g + j * g / 2
-                for depth in depths:
-                    for t in (1, -1, 3, -3):
-                        cb = fo.exact_bits(m - p + t * Fraction(2) ** (e_field - depth))
-                        if cb is not None:
-                            rows.append((fi.exact_bits(x), fi.exact_bits(y), cb,
-                                         fs.exact_bits(Fraction(2) ** sc)))
-    n = len(rows)
-    a = np.zeros((n, k), dtype=np.uint64)
-    b = np.zeros((n, k), dtype=np.uint64)
-    a[:, 0] = [r[0] for r in rows]
-    b[:, 0] = [r[1] for r in rows]
-    sa = np.array([[r[3]] for r in rows], dtype=np.uint64)
-    sb = np.full((n, 1), fs.exact_bits(1), dtype=np.uint64)
-    return a, b, np.array([r[2] for r in rows], dtype=np.uint64), sa, sb
-
-
-@pytest.mark.parametrize("fin,fout,final,align,first", [
-    ("e2m1", "binary16", "rne", "rz", 24),
-    ("e2m1", "bfloat16", "rna", "rne", 18),
-    ("e3m2", "binary16", "rne", "rd", 26),
-    ("e2m1", "binary16", "rne", "rz_sticky", 14),   # a sticky bit: _sticky_pairs_exact
-    ("e3m2", "binary16", "rz", "rz_sticky", 15),
-])
-def test_nearest_pairs_threshold_under_power_of_two_scale_factors(
-        fin: str, fout: str, final: str, align: str, first: int) -> None:
-    """MX two-term blocks (ue8m0 scale factors, c early) rounded to nearest, or with a
-    sticky bit: the scale factors move a product anywhere and add no bit, so the unscaled
-    proofs hold with the products' exponent fields unbounded (models/observable.py,
-    _nearest_pairs_bounds, _sticky_pairs_exact):
-    F = first - 1 tells some boundary row from F = 63 (e2m1 into binary16: 0.5 x 1 2^s
-    at field s + 0, 2 binades above its value, beside c's midpoint and a tail 11 bits
-    below it), F >= first none, and alternatives() claims exactly that."""
-    fi = get_format(fin)
-    pos = [fi.to_fraction(i) for i in range(1, (1 << (fi.bits - 1)) - 1)
-           if fi.decode(i)[0] == "finite"]
-    factors = [(x, sg * y, sc) for x in pos[:3] for y in pos for sg in (1, -1)
-               for sc in (-20, -3, 0, 6)]
-    a, b, c, sa, sb = _scaled_boundary_rows(fin, fout, "ue8m0", 32, factors,
-                                            range(first - 4, first + 2))
-
-    def unit(n):
-        return AccumulatorConfig(in_format=fin, c_format=fout, out_format=fout, k=32, nfma=1,
-                                 neab=n, final_rounding=final, align_rounding=align,
-                                 scale_format="ue8m0", scale_block=32)
-    far = evaluate(unit(40), a, b, c, sa, sb)
-    differ = {f: int((evaluate(unit(f - 23), a, b, c, sa, sb) != far).sum())
-              for f in range(first - 1, first + 3)}
-    assert differ[first - 1], differ
-    assert not any(differ[f] for f in range(first, first + 3)), differ
-    claimed = set(alternatives(unit(40), "neab"))
-    assert first - 1 - 23 in claimed and not claimed & set(range(first - 23, first + 3 - 23))
-    # the alignment roundings and normalisations claimed one unit there give its outputs
-    u = unit(first - 23)
-    ref = evaluate(u, a, b, c, sa, sb)
-    same = [u.replace(align_rounding=v) for v in ("rz", "rd", "rne", "rz_sticky")
-            if v != align and v not in alternatives(u, "align_rounding")]
-    if not alternatives(u, "product_normalisation"):
-        same.append(u.replace(product_normalisation="normalised"))
-    assert same
-    for alt in same:
-        assert (evaluate(alt, a, b, c, sa, sb) == ref).all(), alt.describe()
-
-
 def test_scaled_subnormal_accumulator_shows_f() -> None:
     """Scale factors put e2m1 products at the output's smallest subnormal: the first
     block returns 2^-149, which the next block aligns at binary32's emin, 23 binades above
@@ -373,16 +295,17 @@ def test_sticky_pairs_width_bound_binary16() -> None:
     assert 20 - 23 in alternatives(f40, "neab") and 21 - 23 not in alternatives(f40, "neab")
 
 
-def _boundary_rows(fin: str, fout: str, factors, depths):
-    """Rows (a, b, c) of one product P = a * b and c = M - P + tail: M a grid point or
-    midpoint of the output near P (in P's binade or the one below), the tail +-1 or +-3
-    times 2^(E - depth), E = P's exponent field.  Such rows put the exact sum a tail away
-    from a rounding boundary, where a block that drops or rounds the tail differs."""
+def _boundary_terms(fin: str, fout: str, factors, depths):
+    """(a, b, c, s) patterns of one product P = a * b * 2^s (factors (x, y) or (x, y, s))
+    and c = M - P + tail: M a grid point or midpoint of the output near P (in P's binade or
+    the one below), the tail +-1 or +-3 times 2^(E - depth), E = P's exponent field.  Such
+    rows put the exact sum a tail away from a rounding boundary, where a block that drops
+    or rounds the tail differs."""
     fi, fo = get_format(fin), get_format(fout)
-    rows = []
-    for x, y in factors:
-        p = x * y
-        e_field = fi.decode(fi.exact_bits(x))[3] + fi.decode(fi.exact_bits(y))[3]
+    for x, y, *scale in factors:
+        sc = scale[0] if scale else 0
+        p = x * y * Fraction(2) ** sc
+        e_field = fi.decode(fi.exact_bits(x))[3] + fi.decode(fi.exact_bits(y))[3] + sc
         v = p.numerator.bit_length() - p.denominator.bit_length()
         v -= Fraction(2) ** v > p
         for drop in (0, 1):
@@ -390,10 +313,15 @@ def _boundary_rows(fin: str, fout: str, factors, depths):
             for j in range(-2, 4):
                 m = (p / g).__floor__() * g + j * g / 2
                 for depth in depths:
-                    for s in (1, -1, 3, -3):
-                        cb = fo.exact_bits(m - p + s * Fraction(2) ** (e_field - depth))
+                    for t in (1, -1, 3, -3):
+                        cb = fo.exact_bits(m - p + t * Fraction(2) ** (e_field - depth))
                         if cb is not None:
-                            rows.append((fi.exact_bits(x), fi.exact_bits(y), cb))
+                            yield fi.exact_bits(x), fi.exact_bits(y), cb, sc
+
+
+def _boundary_rows(fin: str, fout: str, factors, depths):
+    """Rows (a, b, c) of _boundary_terms (one product, K = 1)."""
+    rows = list(_boundary_terms(fin, fout, factors, depths))
     return (np.array([[r[0]] for r in rows], dtype=np.uint64),
             np.array([[r[1]] for r in rows], dtype=np.uint64),
             np.array([r[2] for r in rows], dtype=np.uint64))
@@ -402,6 +330,69 @@ def _boundary_rows(fin: str, fout: str, factors, depths):
 def _differing(unit, a, b, c, fs) -> dict[int, int]:
     far = evaluate(unit(40), a, b, c)
     return {f: int((evaluate(unit(f - 23), a, b, c) != far).sum()) for f in fs}
+
+
+def _scaled_boundary_rows(fin: str, fout: str, sf: str, k: int, factors, depths):
+    """_boundary_rows for a block-scaled unit (one scale block of k): the product P = x y
+    2^s of row position 0 under scale factors 2^s and 1, c = M - P + tail as there (the
+    tail below P's exponent field, e_x + e_y + s)."""
+    fs = get_format(sf)
+    rows = list(_boundary_terms(fin, fout, factors, depths))
+    n = len(rows)
+    a = np.zeros((n, k), dtype=np.uint64)
+    b = np.zeros((n, k), dtype=np.uint64)
+    a[:, 0] = [r[0] for r in rows]
+    b[:, 0] = [r[1] for r in rows]
+    sa = np.array([[fs.exact_bits(Fraction(2) ** r[3])] for r in rows], dtype=np.uint64)
+    sb = np.full((n, 1), fs.exact_bits(1), dtype=np.uint64)
+    return a, b, np.array([r[2] for r in rows], dtype=np.uint64), sa, sb
+
+
+@pytest.mark.parametrize("fin,fout,final,align,first", [
+    ("e2m1", "binary16", "rne", "rz", 24),
+    ("e2m1", "bfloat16", "rna", "rne", 18),
+    ("e3m2", "binary16", "rne", "rd", 26),
+    ("e2m1", "binary16", "rne", "rz_sticky", 14),   # a sticky bit: _sticky_pairs_exact
+    ("e3m2", "binary16", "rz", "rz_sticky", 15),
+])
+def test_nearest_pairs_threshold_under_power_of_two_scale_factors(
+        fin: str, fout: str, final: str, align: str, first: int) -> None:
+    """MX two-term blocks (ue8m0 scale factors, c early) rounded to nearest, or with a
+    sticky bit: the scale factors move a product anywhere and add no bit, so the unscaled
+    proofs hold with the products' exponent fields unbounded (models/observable.py,
+    _nearest_pairs_bounds, _sticky_pairs_exact):
+    F = first - 1 tells some boundary row from F = 63 (e2m1 into binary16: 0.5 x 1 2^s
+    at field s + 0, 2 binades above its value, beside c's midpoint and a tail 11 bits
+    below it), F >= first none, and alternatives() claims exactly that."""
+    fi = get_format(fin)
+    pos = [fi.to_fraction(i) for i in range(1, (1 << (fi.bits - 1)) - 1)
+           if fi.decode(i)[0] == "finite"]
+    factors = [(x, sg * y, sc) for x in pos[:3] for y in pos for sg in (1, -1)
+               for sc in (-20, -3, 0, 6)]
+    a, b, c, sa, sb = _scaled_boundary_rows(fin, fout, "ue8m0", 32, factors,
+                                            range(first - 4, first + 2))
+
+    def unit(n):
+        return AccumulatorConfig(in_format=fin, c_format=fout, out_format=fout, k=32, nfma=1,
+                                 neab=n, final_rounding=final, align_rounding=align,
+                                 scale_format="ue8m0", scale_block=32)
+    far = evaluate(unit(40), a, b, c, sa, sb)
+    differ = {f: int((evaluate(unit(f - 23), a, b, c, sa, sb) != far).sum())
+              for f in range(first - 1, first + 3)}
+    assert differ[first - 1], differ
+    assert not any(differ[f] for f in range(first, first + 3)), differ
+    claimed = set(alternatives(unit(40), "neab"))
+    assert first - 1 - 23 in claimed and not claimed & set(range(first - 23, first + 3 - 23))
+    # the alignment roundings and normalisations claimed one unit there give its outputs
+    u = unit(first - 23)
+    ref = evaluate(u, a, b, c, sa, sb)
+    same = [u.replace(align_rounding=v) for v in ("rz", "rd", "rne", "rz_sticky")
+            if v != align and v not in alternatives(u, "align_rounding")]
+    if not alternatives(u, "product_normalisation"):
+        same.append(u.replace(product_normalisation="normalised"))
+    assert same
+    for alt in same:
+        assert (evaluate(alt, a, b, c, sa, sb) == ref).all(), alt.describe()
 
 
 def test_sticky_pairs_threshold_bfloat16_binary16() -> None:
