@@ -821,7 +821,8 @@ def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...
       block's products only and drop no bit (_scaled_alignment_exact), and the block size
       where every block returns its exact sum (_scaled_blocks_exact);
     * F, the alignment rounding and the normalisation of two-term blocks rounded to
-      nearest under power-of-two scale factors, with c early (_nearest_pairs_bounds).
+      nearest or with a sticky bit under power-of-two scale factors, with c early
+      (_nearest_pairs_bounds, _sticky_pairs_exact).
 
     tests/models/test_observable.py checks these claims on rows with any scale factors."""
     if feature == "algorithm":
@@ -844,8 +845,8 @@ def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...
                      and not _scaled_alignment_exact(cfg, v))
     if feature in ("neab", "align_rounding", "product_normalisation") and \
             _correctly_rounded_pairs(cfg):
-        # two-term blocks rounded to nearest under power-of-two scale factors
-        # (_nearest_pairs_bounds): as the unscaled rules
+        # two-term blocks rounded correctly under power-of-two scale factors
+        # (_nearest_pairs_bounds, _sticky_pairs_exact): as the unscaled rules
         if feature == "neab":
             return tuple(v for v in NEAB_VALUES if v != cfg.neab and _valid(cfg, neab=v)
                          and not _correctly_rounded_pairs(cfg, v))
