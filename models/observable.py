@@ -822,7 +822,9 @@ def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...
       where every block returns its exact sum (_scaled_blocks_exact);
     * F, the alignment rounding and the normalisation of two-term blocks rounded to
       nearest or with a sticky bit under power-of-two scale factors, with c early
-      (_nearest_pairs_bounds, _sticky_pairs_exact).
+      (_nearest_pairs_bounds, _sticky_pairs_exact), and the alignment roundings those
+      bounds give one unit below them (_nearest_pairs_same_alignment,
+      _ru_pairs_same_alignment).
 
     tests/models/test_observable.py checks these claims on rows with any scale factors."""
     if feature == "algorithm":
@@ -843,17 +845,22 @@ def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...
             return (alt.product_normalisation,)
         return tuple(v for v in NEAB_VALUES if v != cfg.neab and _valid(cfg, neab=v)
                      and not _scaled_alignment_exact(cfg, v))
-    if feature in ("neab", "align_rounding", "product_normalisation") and \
-            _correctly_rounded_pairs(cfg):
+    if feature == "align_rounding":
+        # two-term blocks under power-of-two scale factors: the unscaled rules that give
+        # two alignment roundings one unit below the correct-rounding bound, on the same
+        # bounds (_nearest_pairs_bounds)
+        same = _nearest_pairs_same_alignment(cfg) | _ru_pairs_same_alignment(cfg)
+        cr = _correctly_rounded_pairs(cfg)
+        if same or cr:
+            return tuple(v for v in ALIGN_ROUNDINGS if v != cfg.align_rounding
+                         and _valid(cfg, align_rounding=v) and v not in same
+                         and not (cr and _correctly_rounded_pairs(cfg, align=v)))
+    if feature in ("neab", "product_normalisation") and _correctly_rounded_pairs(cfg):
         # two-term blocks rounded correctly under power-of-two scale factors
         # (_nearest_pairs_bounds, _sticky_pairs_exact): as the unscaled rules
         if feature == "neab":
             return tuple(v for v in NEAB_VALUES if v != cfg.neab and _valid(cfg, neab=v)
                          and not _correctly_rounded_pairs(cfg, v))
-        if feature == "align_rounding":
-            return tuple(v for v in ALIGN_ROUNDINGS if v != cfg.align_rounding
-                         and _valid(cfg, align_rounding=v)
-                         and not _correctly_rounded_pairs(cfg, align=v))
         alt = cfg.replace(product_normalisation=(
             "normalised" if cfg.product_normalisation == "denormalised" else "denormalised"))
         if _correctly_rounded_pairs(alt):

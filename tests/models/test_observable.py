@@ -395,6 +395,32 @@ def test_nearest_pairs_threshold_under_power_of_two_scale_factors(
         assert (evaluate(alt, a, b, c, sa, sb) == ref).all(), alt.describe()
 
 
+@pytest.mark.parametrize("final,same,first", [("ru", "rd", 24), ("rne", "rne", 23)])
+def test_same_alignment_under_power_of_two_scale_factors(final: str, same: str,
+                                                         first: int) -> None:
+    """e2m1 two-term blocks under ue8m0 scale factors into binary16: below the bound of
+    test_nearest_pairs_threshold_under_power_of_two_scale_factors (24), round-up makes rz
+    and rd alignment one unit from F = 24 (_ru_pairs_same_alignment) and rne makes rz and
+    rne alignment one unit at F = 23 (_nearest_pairs_same_alignment), as for unscaled
+    units; one F lower some boundary row tells them apart, and alternatives() says so."""
+    fi = get_format("e2m1")
+    pos = [fi.to_fraction(i) for i in range(1, 7)]
+    factors = [(x, sg * y, sc) for x in pos[:3] for y in pos for sg in (1, -1)
+               for sc in (-20, -3, 0, 6)]
+    a, b, c, sa, sb = _scaled_boundary_rows("e2m1", "binary16", "ue8m0", 32, factors,
+                                            range(first - 4, first + 2))
+
+    def unit(f, align):
+        return AccumulatorConfig(in_format="e2m1", c_format="binary16", out_format="binary16",
+                                 k=32, nfma=1, neab=f - 23, final_rounding=final,
+                                 align_rounding=align, scale_format="ue8m0", scale_block=32)
+    for f in (first - 1, first):
+        one = np.array_equal(evaluate(unit(f, "rz"), a, b, c, sa, sb),
+                             evaluate(unit(f, same), a, b, c, sa, sb))
+        assert one == (f >= first), f
+        assert (same in alternatives(unit(f, "rz"), "align_rounding")) == (f < first), f
+
+
 def test_sticky_pairs_threshold_bfloat16_binary16() -> None:
     """bfloat16 products with a subnormal factor into binary16 (rne, rz_sticky alignment):
     P = a * b aligns at its exponent field E = -126 + e_b, 7 binades above the value for
