@@ -370,14 +370,15 @@ def _never_wrong(tmp_path, spaces: str):
     return rep
 
 
-def _decided_by(tmp_path, spaces: str, probe_ids, feature: str, space: str) -> None:
+def _decided_by(tmp_path, spaces: str, probe_ids, feature: str, space: str):
     """The library on these spaces: no probe wrong, each of probe_ids right somewhere, and
-    feature decided on every configuration of space where it is observable."""
+    feature decided on every configuration of space where it is observable (the report)."""
     rep = _never_wrong(tmp_path, spaces)
     tried = {r.probe.id: r.correct for r in rep.results if r.probe.id in probe_ids}
     assert len(tried) == len(probe_ids) and min(tried.values(), default=1) > 0, tried
     (cov,) = [c for c in rep.coverage if c.feature == feature and c.space == space]
     assert cov.observable == cov.decided > 0, cov.to_json()
+    return rep
 
 
 NVFP4_CARRY = """\
@@ -414,10 +415,9 @@ def test_scaled_carry_probes_read_every_carry_bit(tmp_path) -> None:
     # below 2^(E + 1) beside it (6 x 1.5 x 1.875^2 = 1.98 x 2^4, then 7.91 x 2^4) wraps
     # one; normalised products need c just below 2 units of their exponent (32 x 1.98 +
     # 2 reaches 64, five carry bits)
-    _decided_by(tmp_path, NVFP4_CARRY, ("carry-bits-scaled-late-chain-deno",
-                                        "carry-bits-scaled-c-norm"), "carry_bits",
-                "nvfp4-fda-carry-late")
-    rep = _never_wrong(tmp_path, NVFP4_CARRY)
+    rep = _decided_by(tmp_path, NVFP4_CARRY, ("carry-bits-scaled-late-chain-deno",
+                                              "carry-bits-scaled-c-norm"), "carry_bits",
+                      "nvfp4-fda-carry-late")
     for space in ("nvfp4-fda-carry-late-bfloat16", "nvfp4-fda-carry-normalised"):
         (cov,) = [c for c in rep.coverage if c.feature == "carry_bits" and c.space == space]
         assert cov.observable == cov.decided > 0, cov.to_json()
