@@ -1399,7 +1399,12 @@ def _nearest_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) -
     denormalised product of one subnormal and one normal input (its exponent field lies t
     binades above its value), and ta + tb for two subnormal inputs (E = emin_a + emin_b).
     Every block then equals the exactly rounded sum, so all such F give one unit, and so do
-    the alignment roundings.
+    the alignment roundings.  A block is exact outright where T2 keeps all its bits: with
+    c late an accumulator is a multiple of the products' grid, with c early (c on the
+    output's grid) one of the output's quantum 2^(out.emin - out_t), so beside a product
+    of field at most e it is whole from F = e minus that exponent, below the rounding
+    bound for the deepest products (e3m2 x e4m3 into binary16: a.smin b.smin aligns at
+    2^-8, whole from F = 16, so a.smin 2^8's F = 24 sets the bound, not 27).
 
     Searches with accumulator.evaluate agree: e4m3 into binary16 with a subnormal factor
     tells F = 24 from 25 (rz alignment: 2^8 * 2^-9 against c = -(2^-13 + 2^-23), the
@@ -1562,6 +1567,12 @@ def _nearest_pairs_bounds(cfg: AccumulatorConfig, align: str, below: int = 0,
         b += t_out - below
         if cfg.c_placement == "late":
             b = min(b, (top_normal if e is None else e) - grid)
+        elif e is not None:
+            # c early: the accumulator is c or an earlier result, on the output's grid
+            # 2^quantum (c's checked above), and loses no bit beside a product of field at
+            # most e once F >= e - quantum (e3m2 x e4m3 into binary16: a product of two
+            # subnormals, field 2^-8, is exact beside any accumulator from F = 16)
+            b = min(b, e - quantum)
         return b
 
     p = max(bound(d, e, w) for d, e, w in kinds)

@@ -295,17 +295,18 @@ def test_sticky_pairs_width_bound_binary16() -> None:
     assert 20 - 23 in alternatives(f40, "neab") and 21 - 23 not in alternatives(f40, "neab")
 
 
-def _boundary_terms(fin: str, fout: str, factors, depths):
-    """(a, b, c, s) patterns of one product P = a * b * 2^s (factors (x, y) or (x, y, s))
-    and c = M - P + tail: M a grid point or midpoint of the output near P (in P's binade or
-    the one below), the tail +-1 or +-3 times 2^(E - depth), E = P's exponent field.  Such
-    rows put the exact sum a tail away from a rounding boundary, where a block that drops
-    or rounds the tail differs."""
+def _boundary_terms(fin: str, fout: str, factors, depths, fb: str | None = None):
+    """(a, b, c, s) patterns of one product P = a * b * 2^s (factors (x, y) or (x, y, s);
+    y in fb's format where given, else fin's) and c = M - P + tail: M a grid point or
+    midpoint of the output near P (in P's binade or the one below), the tail +-1 or +-3
+    times 2^(E - depth), E = P's exponent field.  Such rows put the exact sum a tail away
+    from a rounding boundary, where a block that drops or rounds the tail differs."""
     fi, fo = get_format(fin), get_format(fout)
+    fy = get_format(fb or fin)
     for x, y, *scale in factors:
         sc = scale[0] if scale else 0
         p = x * y * Fraction(2) ** sc
-        e_field = fi.decode(fi.exact_bits(x))[3] + fi.decode(fi.exact_bits(y))[3] + sc
+        e_field = fi.decode(fi.exact_bits(x))[3] + fy.decode(fy.exact_bits(y))[3] + sc
         v = p.numerator.bit_length() - p.denominator.bit_length()
         v -= Fraction(2) ** v > p
         for drop in (0, 1):
@@ -316,12 +317,12 @@ def _boundary_terms(fin: str, fout: str, factors, depths):
                     for t in (1, -1, 3, -3):
                         cb = fo.exact_bits(m - p + t * Fraction(2) ** (e_field - depth))
                         if cb is not None:
-                            yield fi.exact_bits(x), fi.exact_bits(y), cb, sc
+                            yield fi.exact_bits(x), fy.exact_bits(y), cb, sc
 
 
-def _boundary_rows(fin: str, fout: str, factors, depths):
+def _boundary_rows(fin: str, fout: str, factors, depths, fb: str | None = None):
     """Rows (a, b, c) of _boundary_terms (one product, K = 1)."""
-    rows = list(_boundary_terms(fin, fout, factors, depths))
+    rows = list(_boundary_terms(fin, fout, factors, depths, fb))
     return (np.array([[r[0]] for r in rows], dtype=np.uint64),
             np.array([[r[1]] for r in rows], dtype=np.uint64),
             np.array([r[2] for r in rows], dtype=np.uint64))
@@ -521,6 +522,40 @@ def test_nearest_pairs_threshold_fp8(fin: str, fout: str, final: str, align: str
     def unit(n):
         return AccumulatorConfig(in_format=fin, c_format=fout, out_format=fout, k=1, nfma=1,
                                  neab=n, final_rounding=final, align_rounding=align)
+    differ = _differing(unit, a, b, c, range(first - 1, first + 3))
+    assert differ[first - 1], differ
+    assert not any(differ[f] for f in range(first, first + 3)), differ
+    claimed = set(alternatives(unit(40), "neab"))
+    assert first - 1 - 23 in claimed and not claimed & set(range(first - 23, first + 3 - 23))
+
+
+@pytest.mark.parametrize("fin,fb,fout,align,first", [
+    ("e3m2", "e4m3", "binary16", "rz", 24),   # was 27: a.smin b.smin aligns at 2^-8
+    ("e3m2", "e4m3", "binary16", "rd", 24),
+    ("e3m2", "e3m2", "binary16", "rne", 24),  # was 26: e3m2.smin^2 aligns at 2^-4
+    ("e3m2", "e4m3", "bfloat16", "rz", 21),   # bfloat16's grid lies far below: as before
+])
+def test_nearest_pairs_c_early_accumulator_on_the_output_grid(fin: str, fb: str, fout: str,
+                                                              align: str, first: int) -> None:
+    """With c early on the output's grid, a two-term block whose product sets the alignment
+    at field e keeps the accumulator whole once F >= e - (out.emin - out_t)
+    (models/observable.py, _nearest_pairs_bounds): a product of two subnormals of e3m2 x
+    e4m3, 2^-13 at field 2^-8, is exact beside binary16's 2^-24 grid from F = 16, below
+    the deep field's nearest bound (27).  The bound is then set by a.smin 2^8 (field 2^6,
+    two binades deep): F = 23 tells some boundary row from F = 63, F >= 24 none, and
+    alternatives() claims exactly that."""
+    fa, fy = get_format(fin), get_format(fb)
+    pos_b = [fy.to_fraction(i) for i in range(1, 1 << (fy.bits - 1))
+             if fy.decode(i)[0] not in ("inf", "nan")]
+    subs_a = [fa.to_fraction(i) for i in range(1, 1 << fa.t)]          # a's subnormals
+    factors = [(x, s * y) for x in subs_a + [Fraction(1), fa.fmax] for y in pos_b
+               for s in (1, -1)]
+    a, b, c = _boundary_rows(fin, fout, factors, range(first - 4, first + 2), fb)
+
+    def unit(n):
+        return AccumulatorConfig(in_format=fin, b_format=fb, c_format=fout, out_format=fout,
+                                 k=1, nfma=1, neab=n, final_rounding="rne",
+                                 align_rounding=align)
     differ = _differing(unit, a, b, c, range(first - 1, first + 3))
     assert differ[first - 1], differ
     assert not any(differ[f] for f in range(first, first + 3)), differ
