@@ -496,6 +496,89 @@ def test_scaled_two_term_probes_read_the_deep_field(tmp_path) -> None:
             assert c.observable == c.decided > 0, c.to_json()
 
 
+MIXED_DEEP = """\
+id: e3m2xe4m3-2t-deep-binary16
+formats: {in: e3m2, c: binary16, out: binary16}
+k: [2, 8]
+fixed: {algorithm: fused, b_format: e4m3, nfma: 1}
+vary:
+  neab: [-8, -7, -1, 0, 1, 3]
+  final_rounding: [rne, rna]
+  align_rounding: [rz, rd, rne]
+---
+id: e3m2xe4m3-2t-deep-bfloat16
+formats: {in: e3m2, c: bfloat16, out: bfloat16}
+k: [4]
+fixed: {algorithm: fused, b_format: e4m3, nfma: 1}
+vary:
+  neab: [-9, -8, -3, -2, 0, 2]
+  final_rounding: [rne, rna]
+  align_rounding: [rz, rd, rne]
+"""
+
+
+def test_deep_field_probes_of_mixed_pairs(tmp_path) -> None:
+    # two-term-deep.yaml: e3m2 x e4m3 two-term blocks with c early into 16-bit outputs.
+    # a.smin 2^2 is 2^-2 at field 2^0: c = 2^-14 + 2^-24 beside -2^-2 loses its tail at F =
+    # 23 (the midpoint rounds to -2^-2) and keeps it at F = 24, from which
+    # models/observable.py proves every F one unit; into bfloat16 a.smin b.smin (2^-13, five
+    # binades deep) reads F up to 20 and "F >= 21", the proof's bound there.  Without the
+    # file 16 of 72 and 28 of 36 configurations leave F undecided.
+    e3, e4, h = get_format("e3m2"), get_format("e4m3"), get_format("binary16")
+    a, b = [e3.exact_bits(Fraction(-1, 16))], [e4.exact_bits(4)]
+    c = h.exact_bits(Fraction(1, 2**14) + Fraction(1, 2**24))
+    out = {}
+    for neab in (0, 1):
+        cfg = AccumulatorConfig(in_format="e3m2", b_format="e4m3", c_format="binary16",
+                                out_format="binary16", k=1, nfma=1, neab=neab,
+                                final_rounding="rne")
+        out[23 + neab] = h.to_fraction(reference_dot(cfg, a, b, c))
+    assert out == {23: Fraction(-1, 4), 24: -(Fraction(1, 4) - Fraction(1, 2**13))}
+    rep = _never_wrong(tmp_path, MIXED_DEEP)
+    tried = {r.probe.id: r.correct for r in rep.results
+             if r.probe.file.endswith("two-term-deep.yaml")}
+    assert len(tried) == 5 and min(tried.values()) > 0, tried
+    for cov in rep.coverage:
+        if cov.feature in ("neab", "product_normalisation"):
+            assert cov.observable == cov.decided > 0, cov.to_json()
+
+
+NEAR_TIE_ALIGNMENTS = """\
+id: nvfp4-2t-deep-low-f
+formats: {in: e2m1, c: bfloat16, out: bfloat16}
+k: [16]
+fixed: {algorithm: fused, scale_format: ue4m3, scale_block: 16}
+vary:
+  nfma: [1, 16]
+  neab: [-12, -11, -10, -9, -8, -7, -6, -5]
+  final_rounding: [rne, rna]
+  align_rounding: [rz, rd, rne]
+  product_normalisation: [denormalised, normalised]
+---
+id: e3m2xe4m3-2t-deep-low-f
+formats: {in: e3m2, c: binary16, out: binary16}
+k: [4]
+fixed: {algorithm: fused, b_format: e4m3, nfma: 1}
+vary:
+  neab: [-11, -10, -9, -8, -7, -6]
+  final_rounding: [rne, rna]
+  align_rounding: [rz, rd, rne]
+  product_normalisation: [denormalised, normalised]
+"""
+
+
+def test_deep_field_ties_under_round_to_nearest_alignment(tmp_path) -> None:
+    # where the alignment quantum q is 2^(m + 1) or 2^m (F = f0 - 1, f0), a round-to-
+    # nearest-even alignment rounds c = 2^m + tail up, so the tie reads as kept: the deep
+    # field's neab probes tell those F by the guards rt, far and near3, and the
+    # normalisation probes start at j = 2 (they were wrong on 8 + 4 + 8 NVFP4 configurations
+    # into bfloat16 at F = 12 to 17 before)
+    rep = _never_wrong(tmp_path, NEAR_TIE_ALIGNMENTS)
+    deep = {r.probe.id: r.correct for r in rep.results
+            if "2t-deep-near" in r.probe.id and r.probe.feature == "neab"}
+    assert min(deep.values()) > 0, deep
+
+
 def test_scaled_probes_decide_block_scaled_units(tmp_path) -> None:
     # probes with scale factors of their own (scaled.yaml) are never wrong and decide, on
     # GDFS, F, the group size, both roundings, the carry bits and subnormal outputs, and on
