@@ -87,6 +87,7 @@ scale_format, scale_block
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -243,10 +244,10 @@ class AccumulatorConfig:
         self.validate()
 
     # -- checks ---------------------------------------------------------------
-    def validate(self) -> None:
+    def validate(self, names: Iterable[str] = _DOMAINS) -> None:
         """Raise ConfigError naming the first field outside its domain or inconsistent
-        with the others."""
-        for name in _DOMAINS:
+        with the others (``names``: the fields whose domains to check, all by default)."""
+        for name in names:
             problem = field_problem(name, getattr(self, name))
             if problem:
                 raise ConfigError(f"{name}: got {getattr(self, name)!r}, expected {problem}")
@@ -378,7 +379,17 @@ class AccumulatorConfig:
         return tuple(range(self.k))
 
     def replace(self, **changes: Any) -> AccumulatorConfig:
-        return dataclasses.replace(self, **changes)
+        """A variant with ``changes``, validated as a new configuration.  Fields that need
+        no canonical spelling are set directly and only their domains checked again (the
+        others held before), which keeps the many variants models/observable.py builds
+        cheap; formats, k, flush and nfma 0 go through the constructor."""
+        if not changes.keys() <= _PLAIN_FIELDS or changes.get("nfma") == 0:
+            return dataclasses.replace(self, **changes)
+        new = object.__new__(type(self))
+        new.__dict__.update({name: getattr(self, name) for name in _FIELD_NAMES})
+        new.__dict__.update(changes)
+        new.validate(changes)
+        return new
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -445,3 +456,9 @@ class AccumulatorConfig:
             if v != getattr(defaults, f.name):
                 parts.append(f"{f.name}={v if not isinstance(v, tuple) else ','.join(v)}")
         return " ".join(parts)
+
+
+#: the fields, in order, and those ``replace`` may set without the constructor's canonical
+#: spelling (not formats, k, flush or the scale format)
+_FIELD_NAMES = tuple(f.name for f in dataclasses.fields(AccumulatorConfig))
+_PLAIN_FIELDS = frozenset(_DOMAINS) - {"k", "flush", "scale_format"}

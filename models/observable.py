@@ -527,12 +527,15 @@ def _products(fa_name: str, fb_name: str) -> tuple[Fraction, ...] | None:
         return None
 
     def finite(f):
+        # magnitudes as integer multiples of the format's smallest quantum 2^(emin - t)
         out = set()
         for bits in f.all_patterns():
-            if f.decode(bits)[0] == "finite":
-                out.add(abs(f.to_fraction(bits)))
+            cls, _, sig, exp = f.decode(bits)
+            if cls == "finite":
+                out.add(sig << (exp - f.emin))
         return out
-    return tuple(sorted({x * y for x in finite(fa) for y in finite(fb)}))
+    unit = Fraction(2) ** (fa.emin - fa.t + fb.emin - fb.t)
+    return tuple(n * unit for n in sorted({x * y for x in finite(fa) for y in finite(fb)}))
 
 
 def _sums_representable(cfg: AccumulatorConfig, m: int) -> bool:
