@@ -1238,14 +1238,19 @@ def _sticky_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) ->
         w_acc = min(w_acc, w_prod)         # the first product rounded alone
 
     # with c late the accumulator T2 beside a product T1 is a multiple of the products' grid
-    # (_nearest_pairs_bounds) and loses no bit once F >= T1's largest exponent field - grid
+    # (_nearest_pairs_bounds), with c early on the output's grid one of its quantum: it
+    # loses no bit once F >= T1's largest exponent field - that grid, and one F lower the
+    # only bit it loses is the sticky half quantum, kept exactly (lost = 1)
     grid = fa.emin - fa.t + fb.emin - fb.t
     top_normal = fa.emax + fb.emax + normalised
+    quantum = fout.emin - t_out
+    on_grid = early and fc.emin - fc.t >= quantum
 
     def rounds_correctly(d: int, e_top: int | None, w2: int, t2_acc: bool) -> bool:
         anywhere = e_top is not None and f >= e_top - fout.emin + t_out + extra
-        exact = (not early and t2_acc
-                 and f >= (top_normal if e_top is None else e_top) - grid)
+        exact = t2_acc and (
+            (not early and f >= (top_normal if e_top is None else e_top) - grid - lost)
+            or (on_grid and e_top is not None and f >= e_top - quantum - lost))
         return anywhere or exact or (f >= d + 1 + t_out + extra and f >= d + w2 - lost)
 
     # (d, the largest E, T2's width, T2 the accumulator) for each kind of T1

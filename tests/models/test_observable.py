@@ -563,6 +563,43 @@ def test_nearest_pairs_c_early_accumulator_on_the_output_grid(fin: str, fb: str,
     assert first - 1 - 23 in claimed and not claimed & set(range(first - 23, first + 3 - 23))
 
 
+@pytest.mark.parametrize("final", ["rz", "rne"])
+def test_sticky_pairs_c_early_on_the_output_grid(final: str) -> None:
+    """A sticky bit beside a product of field e keeps an accumulator on the output's grid
+    2^q whole from F = e - q and exactly one F lower, where the one bit it drops is the
+    sticky half quantum (models/observable.py, _sticky_pairs_exact): e3m2 x e4m3 into
+    binary16, a.smin b.smin = 2^-13 at field 2^-8 beside c = -3 2^-24 gives 2^-13 - 2^-23 at
+    F = 14 (c cut to -2^-23, the sticky bit adds nothing) and the exact 2^-13 - 3 2^-24 from
+    F = 15.  Rows of every product with a subnormal factor against every subnormal c find
+    the bound tight: F = 14 differs from F = 63, F >= 15 does not, as alternatives()
+    claims (it claimed F <= 16 before)."""
+    e3, e4, h = get_format("e3m2"), get_format("e4m3"), get_format("binary16")
+
+    def unit(n):
+        return AccumulatorConfig(in_format="e3m2", b_format="e4m3", c_format="binary16",
+                                 out_format="binary16", k=1, nfma=1, neab=n,
+                                 final_rounding=final, align_rounding="rz_sticky")
+    a = np.array([[e3.exact_bits(Fraction(1, 16))]], dtype=np.uint64)
+    b = np.array([[e4.exact_bits(Fraction(1, 2**9))]], dtype=np.uint64)
+    c = np.array([h.exact_bits(Fraction(-3, 2**24))], dtype=np.uint64)
+    got = {f: h.to_fraction(int(evaluate(unit(f - 23), a, b, c)[0])) for f in (14, 15, 40)}
+    exact = Fraction(1, 2**13) - Fraction(3, 2**24)
+    assert got == {14: Fraction(1, 2**13) - Fraction(1, 2**23), 15: exact, 40: exact}
+    fins = [[i for i in range(1, 1 << (f.bits - 1)) if f.decode(i)[0] == "finite"]
+            for f in (e3, e4)]
+    pairs = [(x, y) for x in fins[0] for y in fins[1] if x < 4 or y < 8]  # a subnormal
+    pairs += [(x | 1 << (e3.bits - 1), y) for x, y in pairs]
+    cs = np.arange(0, 0x400, dtype=np.uint64)
+    cs = np.concatenate([cs, cs | np.uint64(0x8000)])
+    a = np.repeat(np.array([[x] for x, _ in pairs], dtype=np.uint64), len(cs), axis=0)
+    b = np.repeat(np.array([[y] for _, y in pairs], dtype=np.uint64), len(cs), axis=0)
+    c = np.tile(cs, len(pairs))
+    differ = _differing(unit, a, b, c, range(14, 17))
+    assert differ[14] and not differ[15] and not differ[16], differ
+    claimed = set(alternatives(unit(17), "neab"))
+    assert 14 - 23 in claimed and not claimed & {15 - 23, 16 - 23}
+
+
 def test_nearest_pairs_rz_rne_alignment_one_below_the_bound() -> None:
     """e4m3 into binary16 under rne (bound 25): at F = 24 rne alignment gives the rz unit
     (models/observable.py, _nearest_pairs_same_alignment: a tail rounded onto a midpoint
