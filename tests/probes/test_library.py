@@ -514,6 +514,14 @@ vary:
   neab: [-9, -8, -3, -2, 0, 2]
   final_rounding: [rne, rna]
   align_rounding: [rz, rd, rne]
+---
+id: e3m2xe4m3-2t-sticky-binary16
+formats: {in: e3m2, c: binary16, out: binary16}
+k: [2, 8]
+fixed: {algorithm: fused, b_format: e4m3, nfma: 1, align_rounding: rz_sticky}
+vary:
+  neab: [-10, -9, -8, -1, 0, 2]
+  final_rounding: [rz, rne, rna, rd]
 """
 
 
@@ -522,8 +530,9 @@ def test_deep_field_probes_of_mixed_pairs(tmp_path) -> None:
     # a.smin 2^2 is 2^-2 at field 2^0: c = 2^-14 + 2^-24 beside -2^-2 loses its tail at F =
     # 23 (the midpoint rounds to -2^-2) and keeps it at F = 24, from which
     # models/observable.py proves every F one unit; into bfloat16 a.smin b.smin (2^-13, five
-    # binades deep) reads F up to 20 and "F >= 21", the proof's bound there.  Without the
-    # file 16 of 72 and 28 of 36 configurations leave F undecided.
+    # binades deep) reads F up to 20 and "F >= 21", the proof's bound there; with a sticky
+    # bit, c = -3 2^-24 beside a.smin b.smin reads F >= 15 (the bound).  Without the file
+    # 16 of 72, 28 of 36 and 36 of 48 configurations leave F undecided.
     e3, e4, h = get_format("e3m2"), get_format("e4m3"), get_format("binary16")
     a, b = [e3.exact_bits(Fraction(-1, 16))], [e4.exact_bits(4)]
     c = h.exact_bits(Fraction(1, 2**14) + Fraction(1, 2**24))
@@ -537,9 +546,10 @@ def test_deep_field_probes_of_mixed_pairs(tmp_path) -> None:
     rep = _never_wrong(tmp_path, MIXED_DEEP)
     tried = {r.probe.id: r.correct for r in rep.results
              if r.probe.file.endswith("two-term-deep.yaml")}
-    assert len(tried) == 5 and min(tried.values()) > 0, tried
+    assert len(tried) == 6 and min(tried.values()) > 0, tried
     for cov in rep.coverage:
-        if cov.feature in ("neab", "product_normalisation"):
+        if cov.feature == "neab" or (cov.feature == "product_normalisation"
+                                     and "sticky" not in cov.space):
             assert cov.observable == cov.decided > 0, cov.to_json()
 
 
