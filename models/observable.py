@@ -1213,6 +1213,10 @@ def _sticky_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) ->
       one to its top, ta + tb + 2 for a product, out_t + 1 or c.t + 1 for the
       accumulator); F >= d + w2 - lost keeps both sums at or above 2^(E - d - 1), where g
       >= 2^(E - d - 1 - out_t): F >= d + 1 + out_t + extra.
+    A block whose T2 is the accumulator is exact outright once q is at most its grid (c
+    late: the products' grid; c early, c on the output's grid: the output's quantum), and
+    with a sticky bit exact one F lower too, where the one bit it drops is the sticky half
+    quantum.
     (The overflow threshold is a grid point or midpoint too; a flushed stage only removes
     terms; no sum may wrap: carry bits as carry_needed asks.)  Block-scaled products are
     covered only under power-of-two scale factors (_pair_terms).  The searches of
