@@ -388,7 +388,7 @@ class AccumulatorConfig:
         new = object.__new__(type(self))
         new.__dict__.update({name: getattr(self, name) for name in _FIELD_NAMES})
         new.__dict__.update(changes)
-        new.validate(changes)
+        new.validate([name for name in _DOMAINS if name in changes])  # the constructor's order
         return new
 
     def to_dict(self) -> dict[str, Any]:
