@@ -11,6 +11,7 @@ import pytest
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.errors import SchemaError
 from mmaprobe.models.formats import get_format
+from mmaprobe.models.observable import alternatives
 from mmaprobe.models.presets import list_presets
 from mmaprobe.models.reference import reference_dot
 from mmaprobe.models.space import CandidateSpace, load_spaces, space_files
@@ -545,12 +546,127 @@ def test_deep_field_probes_of_mixed_pairs(tmp_path) -> None:
     assert out == {23: Fraction(-1, 4), 24: -(Fraction(1, 4) - Fraction(1, 2**13))}
     rep = _never_wrong(tmp_path, MIXED_DEEP)
     tried = {r.probe.id: r.correct for r in rep.results
-             if r.probe.file.endswith("two-term-deep.yaml")}
+             if r.probe.file.endswith("two-term-deep.yaml") and r.probe.id not in STICKY_TAIL_TIE}
     assert len(tried) == 6 and min(tried.values()) > 0, tried
     for cov in rep.coverage:
         if cov.feature == "neab" or (cov.feature == "product_normalisation"
                                      and "sticky" not in cov.space):
             assert cov.observable == cov.decided > 0, cov.to_json()
+
+
+# on binary16 c cannot hold u's tail (u = 2^-24 is its smallest subnormal): these two apply
+# where the output's spacing below P is a normal number of c's format
+STICKY_TAIL_TIE = {"neab-2t-sticky-grid-tail-sides", "neab-2t-sticky-grid-tie-sides"}
+STICKY_GRID = """\
+id: e4m3xe5m2-2t-sticky-bfloat16
+formats: {in: e4m3, c: bfloat16, out: bfloat16}
+k: [2, 4]
+fixed: {algorithm: fused, b_format: e5m2, nfma: 1, align_rounding: rz_sticky}
+vary:
+  neab: [-13, -12, -11, -10, -9, -8, 0, 2]
+  final_rounding: [rz, rd, rne, rna]
+  product_normalisation: [denormalised, normalised]
+---
+id: e3m2xe4m3-2t-sticky-bfloat16
+formats: {in: e3m2, c: bfloat16, out: bfloat16}
+k: [8]
+fixed: {algorithm: fused, b_format: e4m3, nfma: 1, align_rounding: rz_sticky}
+vary:
+  neab: [-13, -12, -11, -10, -9, 0]
+  final_rounding: [rz, rd, rne, rna]
+"""
+
+
+def test_sticky_grid_probes_reach_the_proven_bound(tmp_path) -> None:
+    # two-term-deep.yaml, neab-2t-sticky-grid-{tail,tie}-sides: e4m3 x e5m2 into bfloat16,
+    # P = 2^-9 2^-16 = 2^-25 aligned at 2^-20, u = 2^-33 the output's spacing below P.
+    # c = -(u + 2^-40) gives the exact sum's 2^-25 - 2u (0x32fe) under rz from F = 13 and
+    # 2^-25 - u (0x32ff) at F = 12, where c is the sticky u alone; under rne c = -(u/2 +
+    # 2^-41) is a tie (2^-25, 0x3300) at F = 13 only.  models/observable.py proves F >= 13
+    # (rz) and F >= 14 (rne) one unit: the probes read F up to that bound, and without them
+    # F is left undecided there.
+    e4, e5, bf = get_format("e4m3"), get_format("e5m2"), get_format("bfloat16")
+    a, b = [e4.exact_bits(Fraction(1, 2**9))], [e5.exact_bits(Fraction(1, 2**16))]
+    out = {}
+    for final, c in (("rz", -(Fraction(1, 2**33) + Fraction(1, 2**40))),
+                     ("rne", -(Fraction(1, 2**34) + Fraction(1, 2**41)))):
+        for f in (12, 13, 14):
+            cfg = AccumulatorConfig(in_format="e4m3", b_format="e5m2", c_format="bfloat16",
+                                    out_format="bfloat16", k=1, nfma=1, neab=f - 23,
+                                    align_rounding="rz_sticky", final_rounding=final)
+            out[final, f] = reference_dot(cfg, a, b, bf.exact_bits(c))
+            if f == 14:
+                bound = 23 + max(alternatives(cfg.replace(neab=40), "neab"))
+                assert bound == {"rz": 12, "rne": 13}[final]
+    assert out == {("rz", 12): 0x32ff, ("rz", 13): 0x32fe, ("rz", 14): 0x32fe,
+                   ("rne", 12): 0x32ff, ("rne", 13): 0x3300, ("rne", 14): 0x32ff}
+    rep = _never_wrong(tmp_path, STICKY_GRID)
+    tried = {r.probe.id: r.correct for r in rep.results if r.probe.id in STICKY_TAIL_TIE}
+    assert len(tried) == 2 and min(tried.values()) > 0, tried
+    for cov in rep.coverage:
+        if cov.feature == "neab":
+            assert cov.observable == cov.decided > 0, cov.to_json()
+    path = tmp_path / "spaces.yaml"
+    without = run_check([p for p in LIBRARY if p.id not in STICKY_TAIL_TIE], load_spaces([path]))
+    assert sum(c.undecided for c in without.coverage if c.feature == "neab") > 0
+
+
+LATE_SIDES = """\
+id: e4m3xe5m2-2t-late-bfloat16
+formats: {in: e4m3, c: bfloat16, out: bfloat16}
+k: [4, 8]
+fixed: {algorithm: fused, b_format: e5m2, nfma: 1, c_placement: late}
+vary:
+  neab: [-10, -8, -6, -5, -4, 0, 2]
+  final_rounding: [rne, rna]
+  align_rounding: [rz, rd, rne]
+---
+id: e5m2xe4m3-2t-late-binary16
+formats: {in: e5m2, c: binary16, out: binary16}
+k: [4]
+fixed: {algorithm: fused, b_format: e4m3, nfma: 1, c_placement: late}
+vary:
+  neab: [-9, -7, -6, -5, -4, -3, -2, 0, 2]
+  final_rounding: [rne, rna]
+  align_rounding: [rz, rd, rne]
+"""
+
+
+def test_late_accumulator_probes_per_side(tmp_path) -> None:
+    # two-term-late-sides.yaml: e4m3 x e5m2 into bfloat16 with c late.  P = -2^-9 x 2^15 =
+    # -2^6 aligns at 2^9; two earlier blocks sum A = 2^-3 + 2^(9 - j) (2^8 x 2^-11 and 2^4 x
+    # 2^-14 at j = 19), whose tail is kept iff j <= F: F = 19 rounds -(2^6 - 2^-3 - 2^-10)
+    # to -(2^6 - 2^-2), F = 18 gives the midpoint, which rne takes to -2^6.  That reaches
+    # models/observable.py's bound (F >= 19 correctly rounded), where the ported
+    # single-format probes read F >= 16 and leave the F of 19 and beyond undecided.
+    e4, e5, bf = get_format("e4m3"), get_format("e5m2"), get_format("bfloat16")
+    a = [e4.exact_bits(Fraction(2**8)), e4.exact_bits(Fraction(2**4)),
+         e4.exact_bits(Fraction(-1, 2**9))]
+    b = [e5.exact_bits(Fraction(1, 2**11)), e5.exact_bits(Fraction(1, 2**14)),
+         e5.exact_bits(Fraction(2**15))]
+    out = {}
+    for f in (18, 19):
+        cfg = AccumulatorConfig(in_format="e4m3", b_format="e5m2", c_format="bfloat16",
+                                out_format="bfloat16", k=3, nfma=1, neab=f - 23,
+                                c_placement="late", final_rounding="rne")
+        out[f] = bf.to_fraction(reference_dot(cfg, a, b, bf.exact_bits(Fraction(0))))
+        if f == 19:
+            assert 23 + max(alternatives(cfg.replace(k=4, neab=40), "neab")) == 18
+    assert out == {18: -64, 19: -(64 - Fraction(1, 4))}
+    # the normalisation and the alignment rounding of those blocks, read beside the same P,
+    # are decided on more configurations with the file than without it
+    ids = {p.id for p in LIBRARY if p.file.endswith("two-term-late-sides.yaml")}
+    rep = _never_wrong(tmp_path, LATE_SIDES)
+    tried = {r.probe.id: r.correct for r in rep.results if r.probe.id in ids}
+    assert len(tried) == 8 and min(tried.values()) > 0, tried
+    for cov in rep.coverage:
+        if cov.feature == "neab":
+            assert cov.observable == cov.decided > 0, cov.to_json()
+    without = run_check([p for p in LIBRARY if p.id not in ids],
+                        load_spaces([tmp_path / "spaces.yaml"]))
+    for f in ("neab", "product_normalisation", "align_rounding"):
+        assert (sum(c.decided for c in without.coverage if c.feature == f)
+                < sum(c.decided for c in rep.coverage if c.feature == f)), f
 
 
 NEAR_TIE_ALIGNMENTS = """\
