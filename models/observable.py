@@ -1326,8 +1326,9 @@ def _directed_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) 
       loses bits to alignment), and, with cancellation (|P|/2 < |U| < 2 |P|, both kept
       whole), the finer of U's spacing 2^(ea_min + eb_min - 1 - t_U) and the products' grid;
       with c late a multiple of the products' grid (a rounded sum of products:
-      _nearest_pairs_bounds); at least the output's smallest normal where subnormal sums or
-      outputs are flushed.
+      _nearest_pairs_bounds), and at K = 2 the first product alone, at least 2^(ea_min +
+      eb_min) and with a product's tail; at least the output's smallest normal where
+      subnormal sums or outputs are flushed.
     Under a nearest final rounding the vanishing tail does not matter and
     _nearest_pairs_exact gives the bound; with a sticky bit _sticky_pairs_exact does.
     tests/models/test_observable.py finds both bounds tight (e3m2 into binary16: the
@@ -1361,9 +1362,12 @@ def _directed_pairs_exact(cfg: AccumulatorConfig, neab: int | None, align: str) 
     zeros, ones = _product_runs(fa.t, fb.t)
     p_tail = max(zeros, ones if up else 0) + 2 + t_out
     u_tail = (t_u + 1 if up else t_u - 1) + 2 + t_out   # any pattern of t_u + 1 bits
-    if f < p_tail or (f < u_tail and (early or f < top_p - grid)):
+    # with c late at K = 2 the second block's accumulator is the first product alone
+    # (whole in the output: w_prod <= t_out + 1), its tail a product's, at least 2^p_low
+    first_alone = not early and cfg.k == 2
+    if f < p_tail or (f < u_tail and not first_alone and (early or f < top_p - grid)):
         return False
-    low_a = min(fc.emin, p_low - 1 - t_u, grid) if early else grid
+    low_a = p_low if first_alone else min(fc.emin, p_low - 1 - t_u, grid) if early else grid
     if {"sums", "output"} & set(cfg.flush):
         low_a = max(low_a, fout.emin)                  # a subnormal accumulator is flushed
     low_u = min(fc.emin, low_a) if early else low_a

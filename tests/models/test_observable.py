@@ -944,6 +944,53 @@ def test_directed_pairs_flushed_inputs_claims(fin: str, k: int, finals) -> None:
     assert checked > 30
 
 
+def _first_then_every_product(fa_name: str, fb_name: str):
+    """K = 2 rows: a product within four binades of the largest, then every product of normal
+    inputs, each value once and of either sign, in both orders."""
+    fa, fb = get_format(fa_name), get_format(fb_name)
+
+    def normal(f):
+        return [i << f.pad for i in range(1 << f.bits)
+                if f.decode(i << f.pad)[0] == "finite" and f.decode(i << f.pad)[2] >> f.t]
+
+    na, nb = normal(fa), normal(fb)
+    rep: dict = {}                                   # one pair per product value
+    for x in na:
+        for y in nb:
+            rep.setdefault(fa.to_fraction(x) * fb.to_fraction(y), (x, y))
+    big = fa.fmax * fb.fmax
+    firsts = [xy for v, xy in rep.items() if abs(v) * 16 > big]
+    seconds = list(rep.values())
+    rows_a = [[x0, x1] for x0, _ in firsts for x1, _ in seconds]
+    rows_b = [[y0, y1] for _, y0 in firsts for _, y1 in seconds]
+    a, b = np.array(rows_a, dtype=np.uint64), np.array(rows_b, dtype=np.uint64)
+    a, b = np.concatenate([a, a[:, ::-1]]), np.concatenate([b, b[:, ::-1]])
+    return a, b, np.zeros(len(a), dtype=np.uint64)
+
+
+@pytest.mark.parametrize("fa,fb,fout", [("e3m2", "e4m3", "binary16"),
+                                        pytest.param("e4m3", "e5m2", "bfloat16", marks=_SLOW)])
+def test_directed_pairs_c_late_at_k2_the_accumulator_is_one_product(fa, fb, fout) -> None:
+    """With c late and inputs flushed, the second block's accumulator at K = 2 is the first
+    product alone, at least the smallest normal product and with a product's tail, not any
+    multiple of the products' grid (_directed_pairs_exact).  e3m2 x e4m3 into binary16: 20
+    x 416 = 8320 (E = 13) beside -2^-8 rounds toward zero from F = 21 on, and F = 20 drops
+    it; the bound F >= 21 (not 25) holds on every product beside every product of the top
+    binades, and F = 20 differs from it on some, under rz, rd and ru."""
+    a, b, c = _first_then_every_product(fa, fb)
+    for final in ("rz", "rd", "ru"):
+        cfg = AccumulatorConfig(in_format=fa, b_format=fb, c_format=fout, out_format=fout,
+                                k=2, nfma=1, neab=40, c_placement="late",
+                                final_rounding=final, flush=("inputs",))
+        first = 23 + max(alternatives(cfg, "neab")) + 1
+        far = evaluate(cfg, a, b, c)
+        at = evaluate(cfg.replace(neab=first - 23), a, b, c)
+        below = evaluate(cfg.replace(neab=first - 24), a, b, c)
+        assert np.array_equal(at, far) and not np.array_equal(below, far), (final, first)
+        if (fa, fout) == ("e3m2", "binary16"):
+            assert first == 21
+
+
 def test_carry_bound_counts_the_significands_below_the_top_binade() -> None:
     # e4m3's largest significand at emax is 1.75 (1.875 x 2^8 is NaN), but 1.875 exists
     # below: four products 1.875^2 and c = 2 - 2^-23 sum to 16.06 and wrap two carry bits,
