@@ -669,6 +669,63 @@ def test_late_accumulator_probes_per_side(tmp_path) -> None:
                 < sum(c.decided for c in rep.coverage if c.feature == f)), f
 
 
+FLUSHED_MIXED = """\
+id: e3m2xe4m3-late-flushed-binary16
+formats: {in: e3m2, c: binary16, out: binary16}
+k: [2, 4, 8]
+fixed: {algorithm: fused, b_format: e4m3, nfma: 1, c_placement: late}
+vary:
+  neab: [-10, -4, -2, 0, 2]
+  final_rounding: [rz, rd]
+  flush: [[inputs], [inputs, products, sums, output]]
+---
+id: e3m2xe4m3-late-flushed-binary64
+formats: {in: e3m2, c: binary64, out: binary64}
+k: [4, 8]
+fixed: {algorithm: fused, b_format: e4m3, c_placement: late, flush: [inputs]}
+vary:
+  nfma: [1, 2]
+  neab: [-10, -4, 0, 2, 5]
+---
+id: e3m2xe4m3-late-flushed-binary32
+formats: {in: e3m2, c: binary32, out: binary32}
+k: [4, 8]
+fixed: {algorithm: fused, b_format: e4m3, nfma: 1, c_placement: late, flush: [inputs]}
+vary:
+  neab: [-1, 0, 1, 2, 3]
+"""
+
+
+def test_mixed_pairs_of_normal_factors_read_units_that_flush_inputs(tmp_path) -> None:
+    # mixed-normal.yaml: e3m2 x e4m3 with c late and subnormal inputs flushed.  Into
+    # binary32 at K = 4 the earlier blocks hold A = 3 x 28 x 448 = 37632 (u = 2^-8 there);
+    # -1.5 x 2^-8 = (1.5 x 2^-2)(2^-6) keeps its tail 2^-9 from F = 24, and rz then gives A
+    # - 2^-7, while F = 23 drops it: A - 2^-8.  Into binary16 the first two blocks cancel
+    # to 2^-13 (45 - 44 units of 2^-13), which beside -2^4 x 1.75 x 2^8 survives from F =
+    # 25, the bound of models/observable.py; without the file F is undecided there.
+    e3, e4, f32 = get_format("e3m2"), get_format("e4m3"), get_format("binary32")
+    row_a = [e3.exact_bits(28)] * 3 + [e3.exact_bits(Fraction(-3, 8))]
+    row_b = [e4.exact_bits(448)] * 3 + [e4.exact_bits(Fraction(1, 64))]
+    out = {}
+    for f in (23, 24):
+        cfg = AccumulatorConfig(in_format="e3m2", b_format="e4m3", c_format="binary32",
+                                out_format="binary32", k=4, nfma=1, neab=f - 23,
+                                c_placement="late", flush=("inputs",))
+        out[f] = f32.to_fraction(reference_dot(cfg, row_a, row_b, 0))
+    assert out == {23: 37632 - Fraction(1, 2**8), 24: 37632 - Fraction(1, 2**7)}
+    ids = {p.id for p in LIBRARY if p.file.endswith("mixed-normal.yaml")}
+    rep = _never_wrong(tmp_path, FLUSHED_MIXED)
+    tried = {r.probe.id: r.correct for r in rep.results if r.probe.id in ids}
+    assert len(tried) == 5 and min(tried.values()) > 0, tried
+    for cov in rep.coverage:
+        if cov.feature == "neab" and "binary32" not in cov.space:
+            assert cov.observable == cov.decided > 0, cov.to_json()
+    without = run_check([p for p in LIBRARY if p.id not in ids],
+                        load_spaces([tmp_path / "spaces.yaml"]))
+    assert (sum(c.decided for c in without.coverage if c.feature == "neab")
+            < sum(c.decided for c in rep.coverage if c.feature == "neab"))
+
+
 NEAR_TIE_ALIGNMENTS = """\
 id: nvfp4-2t-deep-low-f
 formats: {in: e2m1, c: bfloat16, out: bfloat16}
