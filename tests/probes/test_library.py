@@ -371,6 +371,16 @@ def _never_wrong(tmp_path, spaces: str):
     return rep
 
 
+def _decided_more_with(tmp_path, rep, probe_ids, features=("neab",)) -> None:
+    """Each feature decided on more configurations of the spaces _never_wrong last wrote
+    (rep, its report) with the probes probe_ids than without them."""
+    without = run_check([p for p in LIBRARY if p.id not in probe_ids],
+                        load_spaces([tmp_path / "spaces.yaml"]))
+    for f in features:
+        assert (sum(c.decided for c in without.coverage if c.feature == f)
+                < sum(c.decided for c in rep.coverage if c.feature == f)), f
+
+
 def _decided_by(tmp_path, spaces: str, probe_ids, feature: str, space: str):
     """The library on these spaces: no probe wrong, each of probe_ids right somewhere, and
     feature decided on every configuration of space where it is observable (the report)."""
@@ -497,6 +507,9 @@ def test_scaled_two_term_probes_read_the_deep_field(tmp_path) -> None:
             assert c.observable == c.decided > 0, c.to_json()
 
 
+# on binary16 c cannot hold u's tail (u = 2^-24 is its smallest subnormal): these two apply
+# where the output's spacing below P is a normal number of c's format
+STICKY_TAIL_TIE = {"neab-2t-sticky-grid-tail-sides", "neab-2t-sticky-grid-tie-sides"}
 MIXED_DEEP = """\
 id: e3m2xe4m3-2t-deep-binary16
 formats: {in: e3m2, c: binary16, out: binary16}
@@ -554,9 +567,6 @@ def test_deep_field_probes_of_mixed_pairs(tmp_path) -> None:
             assert cov.observable == cov.decided > 0, cov.to_json()
 
 
-# on binary16 c cannot hold u's tail (u = 2^-24 is its smallest subnormal): these two apply
-# where the output's spacing below P is a normal number of c's format
-STICKY_TAIL_TIE = {"neab-2t-sticky-grid-tail-sides", "neab-2t-sticky-grid-tie-sides"}
 STICKY_GRID = """\
 id: e4m3xe5m2-2t-sticky-bfloat16
 formats: {in: e4m3, c: bfloat16, out: bfloat16}
@@ -606,9 +616,7 @@ def test_sticky_grid_probes_reach_the_proven_bound(tmp_path) -> None:
     for cov in rep.coverage:
         if cov.feature == "neab":
             assert cov.observable == cov.decided > 0, cov.to_json()
-    path = tmp_path / "spaces.yaml"
-    without = run_check([p for p in LIBRARY if p.id not in STICKY_TAIL_TIE], load_spaces([path]))
-    assert sum(c.undecided for c in without.coverage if c.feature == "neab") > 0
+    _decided_more_with(tmp_path, rep, STICKY_TAIL_TIE)
 
 
 LATE_SIDES = """\
@@ -662,11 +670,7 @@ def test_late_accumulator_probes_per_side(tmp_path) -> None:
     for cov in rep.coverage:
         if cov.feature == "neab":
             assert cov.observable == cov.decided > 0, cov.to_json()
-    without = run_check([p for p in LIBRARY if p.id not in ids],
-                        load_spaces([tmp_path / "spaces.yaml"]))
-    for f in ("neab", "product_normalisation", "align_rounding"):
-        assert (sum(c.decided for c in without.coverage if c.feature == f)
-                < sum(c.decided for c in rep.coverage if c.feature == f)), f
+    _decided_more_with(tmp_path, rep, ids, ("neab", "product_normalisation", "align_rounding"))
 
 
 FLUSHED_MIXED = """\
@@ -720,10 +724,7 @@ def test_mixed_pairs_of_normal_factors_read_units_that_flush_inputs(tmp_path) ->
     for cov in rep.coverage:
         if cov.feature == "neab" and "binary32" not in cov.space:
             assert cov.observable == cov.decided > 0, cov.to_json()
-    without = run_check([p for p in LIBRARY if p.id not in ids],
-                        load_spaces([tmp_path / "spaces.yaml"]))
-    assert (sum(c.decided for c in without.coverage if c.feature == "neab")
-            < sum(c.decided for c in rep.coverage if c.feature == "neab"))
+    _decided_more_with(tmp_path, rep, ids)
 
 
 NEAR_TIE_ALIGNMENTS = """\
