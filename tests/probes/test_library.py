@@ -727,6 +727,63 @@ def test_mixed_pairs_of_normal_factors_read_units_that_flush_inputs(tmp_path) ->
     _decided_more_with(tmp_path, rep, ids)
 
 
+SMALL_F_MIXED = """\
+id: e3m2xe4m3-small-f
+formats: {in: e3m2, c: binary16, out: binary16}
+k: [2, 3, 4, 8]
+fixed: {algorithm: fused, b_format: e4m3, c_placement: late, nfma: 1}
+vary:
+  neab: [-20, -18, -14, -12, -8, -5, -3, -1, 1]
+  final_rounding: [rz, ru, rd, rne]
+  align_rounding: [rz, rne, rd, rz_sticky]
+  product_normalisation: [denormalised, normalised]
+  flush: [[inputs], []]
+---
+id: e5m2xe4m3-small-f
+formats: {in: e5m2, c: bfloat16, out: bfloat16}
+k: [4, 16]
+fixed: {algorithm: fused, b_format: e4m3, c_placement: late}
+vary:
+  nfma: [1, 2]
+  neab: [-20, -16, -12, -8, -4, 0]
+  final_rounding: [rz, ru, rd]
+  align_rounding: [rz, rne, rd]
+  product_normalisation: [denormalised, normalised]
+  flush: [[inputs], [], [inputs, products, sums, output]]
+---
+id: e3m2xe4m3-small-f-binary32
+formats: {in: e3m2, c: binary32, out: binary32}
+k: [2, 4]
+fixed: {algorithm: fused, b_format: e4m3, nfma: 1}
+vary:
+  neab: [-12, 0, 1, 2]
+  final_rounding: [rne, rna]
+  align_rounding: [rz, rne]
+  product_normalisation: [denormalised, normalised]
+---
+id: e2m3xe2m1-small-f-binary64
+formats: {in: e2m3, c: binary64, out: binary64}
+k: [4, 8]
+fixed: {algorithm: fused, b_format: e2m1, c_placement: late}
+vary:
+  nfma: [1, 2]
+  neab: [-20, -18, -16, -12, -8, 0]
+  final_rounding: [rz, rne]
+  align_rounding: [rz, rne, rd]
+  flush: [[inputs], []]
+"""
+
+
+@pytest.mark.slow
+def test_mixed_pairs_at_small_f_never_wrong(tmp_path) -> None:
+    # F down to 3 (neab -20), below the shipped spaces (F >= 12): the probes that read F
+    # from a scan beside the largest accumulator or product, a cancelled small accumulator,
+    # a walked small product or a normalised tie must not misread a scan that starts
+    # dropped, a cancellation or a product that does not come out whole, or F = out_t + 1
+    # under round-to-nearest-even alignment (five probes did before).
+    _never_wrong(tmp_path, SMALL_F_MIXED)
+
+
 NEAR_TIE_ALIGNMENTS = """\
 id: nvfp4-2t-deep-low-f
 formats: {in: e2m1, c: bfloat16, out: bfloat16}
