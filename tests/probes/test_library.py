@@ -920,3 +920,55 @@ def test_late_probes_never_wrong_under_a_sticky_bit(tmp_path) -> None:
     # bit keeps a lone dropped bit half a quantum below F exactly, which once made
     # neab-exact-norm-sides read F = 25 as F >= 26 (e3m2 x e4m3, flushed inputs)
     assert _never_wrong(tmp_path, _late_sticky_spaces()).configurations == 4 * 36
+
+
+INTERLEAVE_LATE_SIDES = """\
+id: e3m2xe4m3-pairs-late
+formats: {in: e3m2, c: binary32, out: binary32}
+k: [8, 16]
+fixed: {algorithm: fused, b_format: e4m3, c_placement: late}
+vary:
+  nfma: [half]
+  neab: [-6, 0, 2]
+  interleave: [none, pairs]
+  align_rounding: [rz, rd, rne, rz_sticky]
+  carry_bits: [null, 1]
+---
+id: e2m3xe2m1-pairs-late-binary16
+formats: {in: e2m3, c: binary16, out: binary16}
+k: [8]
+fixed: {algorithm: fused, b_format: e2m1, c_placement: late}
+vary:
+  nfma: [half]
+  neab: [-10, 0, 2]
+  interleave: [none, pairs]
+  final_rounding: [rz, rne, ru, rna]
+"""
+
+
+def test_interleaved_pairs_read_through_the_second_blocks_accumulator(tmp_path) -> None:
+    # interleave-wide.yaml, c late.  e3m2 x e4m3 into binary32 at K = 8, F = 25: X = 28 x
+    # 448 = 12544 at positions 0 and 1, y = 2^-4 x 2^-9 = 2^-13 at 2, -X at 4 and 5.
+    # Interleaved pairs cancel the X in the first group and give y exact; blocks of four
+    # meet R = 2X + y (exponent 14, quantum 2^-11) beside -X, -X and drop y.  The product
+    # range alone (2^-13 to 2^13.6) is too narrow for interleave-cancel-wide at F = 25.
+    e3, e4, b32 = get_format("e3m2"), get_format("e4m3"), get_format("binary32")
+    x, y = [e3.exact_bits(Fraction(28)), e4.exact_bits(Fraction(448))], \
+        [e3.exact_bits(Fraction(1, 16)), e4.exact_bits(Fraction(1, 512))]
+    neg = e3.exact_bits(Fraction(-28))
+    a = [x[0], x[0], y[0], 0, neg, neg, 0, 0]
+    b = [x[1], x[1], y[1], 0, x[1], x[1], 0, 0]
+    got = {}
+    for il in ("none", "pairs"):
+        cfg = AccumulatorConfig(in_format="e3m2", b_format="e4m3", c_format="binary32",
+                                out_format="binary32", k=8, nfma=4, neab=2,
+                                c_placement="late", interleave=il)
+        got[il] = b32.to_fraction(reference_dot(cfg, a, b, 0))
+    assert got == {"none": 0, "pairs": Fraction(1, 2**13)}
+    ids = {"interleave-late-acc-sides", "interleave-late-acc3-sides"}
+    rep = _decided_by(tmp_path, INTERLEAVE_LATE_SIDES, ids, "interleave",
+                      "e3m2xe4m3-pairs-late")
+    (cov,) = [c for c in rep.coverage
+              if c.feature == "interleave" and c.space == "e2m3xe2m1-pairs-late-binary16"]
+    assert cov.observable == cov.decided > 0, cov.to_json()
+    _decided_more_with(tmp_path, rep, ids, ("interleave",))
