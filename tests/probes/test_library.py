@@ -972,3 +972,46 @@ def test_interleaved_pairs_read_through_the_second_blocks_accumulator(tmp_path) 
               if c.feature == "interleave" and c.space == "e2m3xe2m1-pairs-late-binary16"]
     assert cov.observable == cov.decided > 0, cov.to_json()
     _decided_more_with(tmp_path, rep, ids, ("interleave",))
+
+
+NORMAL_TAIL = """\
+id: e3m2xe4m3-flushed-binary64
+formats: {in: e3m2, c: binary64, out: binary64}
+k: [2, 4]
+fixed: {algorithm: fused, b_format: e4m3, flush: [inputs]}
+vary:
+  nfma: pow2_divisors
+  neab: [-4, 0]
+  c_placement: [early, late]
+  product_normalisation: [denormalised, normalised]
+  align_rounding: [rz, rd, rne, rz_sticky]
+"""
+
+
+def test_a_tail_of_normal_factors_reads_normalisation_and_blocks(tmp_path) -> None:
+    # normal-tail.yaml: e3m2 x e4m3 into binary64, inputs flushed, c late, K = 2, F = 23.
+    # P = 1.5 x 2^4 x 1.5 x 2^8 = 2.25 x 2^12 and y = 1.25 x 1.125 x 2^-6 = 45 x 2^-11,
+    # whose last bit is 2^(12 - F): aligned at E = 12 (denormalised, P in y's block) y is
+    # exact; at 13 (normalised, or P passed on by an earlier block as a float) its last bit
+    # is dropped.  The probes that put a lone 2^-11 there need a subnormal input.
+    e3, e4, b64 = get_format("e3m2"), get_format("e4m3"), get_format("binary64")
+    p = [e3.exact_bits(Fraction(24)), e4.exact_bits(Fraction(384))]
+    y = [e3.exact_bits(Fraction(5, 4)), e4.exact_bits(Fraction(9, 512))]
+    big, small = Fraction(9216), Fraction(45, 2048)
+    got = {}
+    for nfma, norm in ((2, "denormalised"), (1, "denormalised"), (2, "normalised")):
+        cfg = AccumulatorConfig(in_format="e3m2", b_format="e4m3", c_format="binary64",
+                                out_format="binary64", k=2, nfma=nfma, neab=0,
+                                c_placement="late", flush=("inputs",),
+                                product_normalisation=norm)
+        got[nfma, norm] = b64.to_fraction(reference_dot(cfg, [p[0], y[0]], [p[1], y[1]], 0))
+    assert got == {(2, "denormalised"): big + small, (1, "denormalised"): big + small
+                   - Fraction(1, 2048), (2, "normalised"): big + small - Fraction(1, 2048)}
+    ids = {p.id for p in LIBRARY if p.file.endswith("normal-tail.yaml")}
+    rep = _never_wrong(tmp_path, NORMAL_TAIL)
+    tried = {r.probe.id: r.correct for r in rep.results if r.probe.id in ids}
+    assert len(tried) == 4 and min(tried.values()) > 0, tried
+    # the block size shows beside P only where products are denormalised
+    (cov,) = [c for c in rep.coverage if c.feature == "product_normalisation"]
+    assert cov.observable == cov.decided > 0, cov.to_json()
+    _decided_more_with(tmp_path, rep, ids, ("nfma", "product_normalisation"))
