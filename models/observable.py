@@ -212,6 +212,35 @@ def alignment_exact(cfg: AccumulatorConfig, neab: int | None = None,
     return F >= b["f_exact"]
 
 
+def late_pairs_normalisation_exact(cfg: AccumulatorConfig) -> bool:
+    """Whether blocks of one product with c late align every term exactly under either
+    normalisation, so that it cannot show (no scale factors, no interleaving).
+
+    Each block sums an earlier result A (0 in the first) and one product p of exponent
+    fields E: it aligns at max(e_A, E) denormalised, at max(e_A, E') normalised, E' <= E + 1
+    the binade.  Where e_A > E + 1 both align at e_A, bit for bit the same.  Otherwise the
+    alignment exponent is at most E + 1 <= a.emax + b.emax + 1 either way: p's last bit E -
+    a.t - b.t is kept from F >= a.t + b.t + 1, and A, a sum of products rounded to coarser
+    powers of two and to the output (whose spacings are powers of two as well), is a
+    multiple of the smallest product's last bit 2^(a.emin + b.emin - a.t - b.t), kept from
+    F >= (a.emax - a.emin) + (b.emax - b.emin) + a.t + b.t + 1 (e2m3: 11, e2m1: 7, e3m2:
+    17).  No bit dropped, no sticky bit and the same exact sums: the normalisation moves
+    only the quantum and the carry limit (carry_needed bounds the latter).
+
+    >>> late_pairs_normalisation_exact(AccumulatorConfig(
+    ...     in_format="e2m3", k=8, nfma=1, neab=-10, c_placement="late"))
+    True
+    >>> late_pairs_normalisation_exact(AccumulatorConfig(
+    ...     in_format="e3m2", k=8, nfma=1, neab=-10, c_placement="late"))
+    False
+    """
+    if (cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.nfma != 1
+            or cfg.interleave != "none" or cfg.scale_format is not None):
+        return False
+    fin, fb = get_format(cfg.in_format), get_format(cfg.b_fmt)
+    return cfg.frac_bits >= (fin.emax - fin.emin) + (fb.emax - fb.emin) + fin.t + fb.t + 1
+
+
 def carry_needed(cfg: AccumulatorConfig) -> int:
     """Carry bits at and above which no block sum can wrap (fewer can, on some input).
 
@@ -767,6 +796,10 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
         if alg == "fused" and alignment_exact(cfg) and alignment_exact(alt) and \
                 (cfg.carry_bits is None or cfg.carry_bits >= max(carry_needed(cfg),
                                                                  carry_needed(alt))):
+            return ()
+        if late_pairs_normalisation_exact(cfg) and (
+                cfg.carry_bits is None or cfg.carry_bits >= max(carry_needed(cfg),
+                                                                carry_needed(alt))):
             return ()
         if _correctly_rounded_pairs(cfg) and _correctly_rounded_pairs(alt):
             return ()  # correctly rounded blocks do not depend on the alignment exponent

@@ -20,6 +20,7 @@ from mmaprobe.models.observable import (
     NEAB_VALUES,
     _directed_pairs_exact,
     alternatives,
+    late_pairs_normalisation_exact,
     carry_needed,
     proven_classes,
 )
@@ -989,6 +990,44 @@ def test_directed_pairs_c_late_at_k2_the_accumulator_is_one_product(fa, fb, fout
         assert np.array_equal(at, far) and not np.array_equal(below, far), (final, first)
         if (fa, fout) == ("e3m2", "binary16"):
             assert first == 21
+
+
+@pytest.mark.parametrize("fa,fb,fout,bound", [("e2m1", "e2m1", "binary32", 7),
+                                              ("e2m3", "e2m3", "binary64", 11),
+                                              ("e2m3", "e2m1", "binary16", 9),
+                                              pytest.param("e3m2", "e3m2", "binary64", 17,
+                                                           marks=_SLOW)])
+def test_late_pairs_hide_the_normalisation_from_the_bound(fa, fb, fout, bound) -> None:
+    """Blocks of one product with c late (late_pairs_normalisation_exact): from F = bound
+    the two normalisations give every row alike, under every alignment and final rounding
+    and with K long enough for a large accumulator; one F below, the product 2.25 x 2^E
+    (6 x 6 = 36 for e2m1, E = 4) after the smallest product puts the quantum 2^(E - F) at
+    the latter's last bit, which normalised alignment (quantum 2^(E + 1 - F)) drops."""
+    fmt_a, fmt_b = get_format(fa), get_format(fb)
+    rows = []
+    for align, final in itertools.product(("rz", "rd", "rne", "rz_sticky"),
+                                          ("rz", "rne", "ru")):
+        cfg = AccumulatorConfig(in_format=fa, b_format=fb, c_format=fout, out_format=fout,
+                                k=8, nfma=1, neab=bound - 23, c_placement="late",
+                                align_rounding=align, final_rounding=final)
+        assert late_pairs_normalisation_exact(cfg)
+        assert alternatives(cfg, "product_normalisation") == ()
+        if not rows:
+            rows = _rows(cfg, 20000, bound)
+        alt = cfg.replace(product_normalisation="normalised")
+        assert np.array_equal(evaluate(cfg, *rows), evaluate(alt, *rows)), (align, final)
+        below = cfg.replace(neab=bound - 24)
+        assert not late_pairs_normalisation_exact(below)
+        # the smallest product, then 1.5 x 2^a.emax x 1.5 x 2^b.emax, in the last two
+        # blocks (a later block would align the result alone, at its own exponent)
+        a = [fmt_a.exact_bits(fmt_a.smin), fmt_a.exact_bits(Fraction(3, 2) * 2 ** fmt_a.emax)]
+        b = [fmt_b.exact_bits(fmt_b.smin), fmt_b.exact_bits(Fraction(3, 2) * 2 ** fmt_b.emax)]
+        a = np.array([[0] * 6 + a], dtype=np.uint64)
+        b = np.array([[0] * 6 + b], dtype=np.uint64)
+        c = np.zeros(1, dtype=np.uint64)
+        if align in ("rz", "rd"):
+            assert evaluate(below, a, b, c) != evaluate(
+                below.replace(product_normalisation="normalised"), a, b, c), (align, final)
 
 
 def test_carry_bound_counts_the_significands_below_the_top_binade() -> None:
