@@ -20,8 +20,8 @@ from mmaprobe.models.observable import (
     NEAB_VALUES,
     _directed_pairs_exact,
     alternatives,
-    late_pairs_normalisation_exact,
     carry_needed,
+    late_pairs_normalisation_exact,
     proven_classes,
 )
 from mmaprobe.models.rows import pool_rows

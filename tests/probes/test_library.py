@@ -381,6 +381,16 @@ def _decided_more_with(tmp_path, rep, probe_ids, features=("neab",)) -> None:
                 < sum(c.decided for c in rep.coverage if c.feature == f)), f
 
 
+def _file_probes_right(tmp_path, spaces: str, file: str, count: int):
+    """The library on these spaces, no probe wrong, and each of the count probes of the
+    library file ``file`` right somewhere: (the report, their ids)."""
+    ids = {p.id for p in LIBRARY if p.file.endswith(file)}
+    rep = _never_wrong(tmp_path, spaces)
+    tried = {r.probe.id: r.correct for r in rep.results if r.probe.id in ids}
+    assert len(tried) == count and min(tried.values()) > 0, tried
+    return rep, ids
+
+
 def _decided_by(tmp_path, spaces: str, probe_ids, feature: str, space: str):
     """The library on these spaces: no probe wrong, each of probe_ids right somewhere, and
     feature decided on every configuration of space where it is observable (the report)."""
@@ -663,10 +673,7 @@ def test_late_accumulator_probes_per_side(tmp_path) -> None:
     assert out == {18: -64, 19: -(64 - Fraction(1, 4))}
     # the normalisation and the alignment rounding of those blocks, read beside the same P,
     # are decided on more configurations with the file than without it
-    ids = {p.id for p in LIBRARY if p.file.endswith("two-term-late-sides.yaml")}
-    rep = _never_wrong(tmp_path, LATE_SIDES)
-    tried = {r.probe.id: r.correct for r in rep.results if r.probe.id in ids}
-    assert len(tried) == 8 and min(tried.values()) > 0, tried
+    rep, ids = _file_probes_right(tmp_path, LATE_SIDES, "two-term-late-sides.yaml", 8)
     for cov in rep.coverage:
         if cov.feature == "neab":
             assert cov.observable == cov.decided > 0, cov.to_json()
@@ -1018,10 +1025,7 @@ def test_a_tail_of_normal_factors_reads_normalisation_and_blocks(tmp_path) -> No
         got[nfma, norm] = b64.to_fraction(reference_dot(cfg, [p[0], y[0]], [p[1], y[1]], 0))
     assert got == {(2, "denormalised"): big + small, (1, "denormalised"): big + small
                    - Fraction(1, 2048), (2, "normalised"): big + small - Fraction(1, 2048)}
-    ids = {p.id for p in LIBRARY if p.file.endswith("normal-tail.yaml")}
-    rep = _never_wrong(tmp_path, NORMAL_TAIL)
-    tried = {r.probe.id: r.correct for r in rep.results if r.probe.id in ids}
-    assert len(tried) == 5 and min(tried.values()) > 0, tried
+    rep, ids = _file_probes_right(tmp_path, NORMAL_TAIL, "normal-tail.yaml", 5)
     # into binary32 P + y needs F + 2 > 24 bits: -y1 + y2 = -2^(12 - F) beside P shows
     # as the grid point below P under rz and rd (product-normalisation-tail-dir-sides).
     # The block size shows beside P only where products are denormalised.
