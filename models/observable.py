@@ -793,13 +793,11 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
             return ()
         other = "normalised" if cfg.product_normalisation == "denormalised" else "denormalised"
         alt = cfg.replace(product_normalisation=other)
-        if alg == "fused" and alignment_exact(cfg) and alignment_exact(alt) and \
-                (cfg.carry_bits is None or cfg.carry_bits >= max(carry_needed(cfg),
-                                                                 carry_needed(alt))):
-            return ()
-        if late_pairs_normalisation_exact(cfg) and (
-                cfg.carry_bits is None or cfg.carry_bits >= max(carry_needed(cfg),
-                                                                carry_needed(alt))):
+        # no term ever loses a bit under either normalisation: only the carry limit moves
+        exact = alg == "fused" and ((alignment_exact(cfg) and alignment_exact(alt))
+                                    or late_pairs_normalisation_exact(cfg))
+        if exact and (cfg.carry_bits is None or cfg.carry_bits >= max(carry_needed(cfg),
+                                                                      carry_needed(alt))):
             return ()
         if _correctly_rounded_pairs(cfg) and _correctly_rounded_pairs(alt):
             return ()  # correctly rounded blocks do not depend on the alignment exponent
