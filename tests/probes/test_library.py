@@ -837,8 +837,8 @@ def test_scaled_probes_decide_block_scaled_units(tmp_path) -> None:
     assert not [r.probe.id for r in rep.results if r.failed]
     assert not rep.undecided and not any(c.gaps for c in rep.coverage)
     tried = {r.probe.id: r.correct for r in rep.results
-             if r.probe.scaled and r.probe.id not in SCALED_LATE
-             and not r.probe.file.endswith("scaled-two-term.yaml")}  # their own test
+             if r.probe.scaled and r.probe.id not in SCALED_LATE + SCALED_CARRY
+             and not r.probe.file.endswith("scaled-two-term.yaml")}  # their own tests
     assert min(tried.values()) > 0, tried
     decided = {c.feature: (c.observable, c.decided) for c in rep.coverage if c.observable}
     for f in ("neab", "nfma", "align_rounding", "final_rounding", "carry_bits",
@@ -1033,3 +1033,66 @@ def test_a_tail_of_normal_factors_reads_normalisation_and_blocks(tmp_path) -> No
         if cov.feature == "product_normalisation":
             assert cov.observable == cov.decided > 0, cov.to_json()
     _decided_more_with(tmp_path, rep, ids, ("nfma", "product_normalisation"))
+
+
+#: the scaled probes that read a carry into the next binade across scale blocks
+SCALED_CARRY = ("nfma-walk-scaled-carry", "final-rounding-scaled-carry")
+NVFP4_CARRY_ACROSS = """\
+id: nvfp4-carry-binary64
+formats: {in: e2m1, c: binary64, out: binary64}
+k: [32, 64]
+fixed: {algorithm: fused, scale_format: ue4m3, scale_block: 16, c_placement: late}
+vary:
+  nfma: divisors
+  neab: [0, 2]
+  align_rounding: [rz, rne]
+---
+id: nvfp4-carry-binary32
+formats: {in: e2m1, c: binary32, out: binary32}
+k: [32]
+fixed: {algorithm: fused, scale_format: ue4m3, scale_block: 16, c_placement: late}
+vary:
+  nfma: [1, 16, 32]
+  neab: [0, 2]
+  final_rounding: [rz, rd, ru, rne, rna, ro]
+"""
+
+
+def test_a_carry_across_scale_blocks_reads_block_size_and_final_rounding(tmp_path) -> None:
+    # NVFP4 (e2m1, ue4m3 scale factors per 16) with c late, K = 32, F = 23: r = 1 x 1
+    # under 2^-4 x 2^-3 at position 0, and 2^16 = 1 x 1 under 2^8 x 2^8 at positions 16
+    # and j.  Every partial sum keeps r (aligned at 2^16 at most), and binary64 holds
+    # 2^17 + 2^-7; a later block aligns it at 2^17, where r is half the quantum and
+    # truncation drops it.  So r survives only where j lies in the last block.
+    e2, ue, b32 = get_format("e2m1"), get_format("ue4m3"), get_format("binary32")
+    one, b64 = e2.exact_bits(Fraction(1)), get_format("binary64")
+
+    def row(j, first=Fraction(1), second=Fraction(1)):
+        a = [e2.zero_bits(0)] * 32
+        b = list(a)
+        a[0], b[0] = e2.exact_bits(first), e2.exact_bits(second)
+        a[16] = b[16] = a[j] = b[j] = one
+        small, large = ue.exact_bits(Fraction(1, 16)), ue.exact_bits(Fraction(256))
+        return a, b, [small, large], [ue.exact_bits(Fraction(1, 8)), large]
+
+    def out(fmt, j, **kw):
+        a, b, sa, sb = row(j, *kw.pop("first", ()))
+        cfg = AccumulatorConfig(in_format="e2m1", c_format=fmt.name, out_format=fmt.name,
+                                k=32, neab=0, c_placement="late", scale_format="ue4m3",
+                                scale_block=16, **kw)
+        return fmt.to_fraction(reference_dot(cfg, a, b, fmt.zero_bits(0), scale_a=sa,
+                                             scale_b=sb))
+    top, r = Fraction(2) ** 17, Fraction(1, 128)
+    assert [out(b64, j, nfma=8) for j in (20, 23, 24, 31)] == [top, top, top + r, top + r]
+    assert {out(b64, j, nfma=n) for n in (16, 32) for j in (17, 31)} == {top + r}
+    # into binary32 the same rows with F = out_t = 23 end on a tie of the output
+    # (2^17 + 2^-7, and 2^17 + 3 x 2^-7 with 1.5 x 2 in position 0), whatever the block size
+    ties = {mode: [out(b32, 17, nfma=n, final_rounding=mode, **first)
+                   for n in (1, 32) for first in ({}, {"first": (Fraction(3, 2), 2)})]
+            for mode in ("rz", "rne", "ru")}
+    assert ties == {"rz": [top, top + 2 * r] * 2, "rne": [top, top + 4 * r] * 2,
+                    "ru": [top + 2 * r, top + 4 * r] * 2}
+    _decided_by(tmp_path, NVFP4_CARRY_ACROSS, SCALED_CARRY, "nfma", "nvfp4-carry-binary64")
+    rep = _decided_by(tmp_path, NVFP4_CARRY_ACROSS, SCALED_CARRY, "final_rounding",
+                      "nvfp4-carry-binary32")
+    _decided_more_with(tmp_path, rep, SCALED_CARRY, ("nfma", "final_rounding"))
