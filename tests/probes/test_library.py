@@ -1096,3 +1096,54 @@ def test_a_carry_across_scale_blocks_reads_block_size_and_final_rounding(tmp_pat
     rep = _decided_by(tmp_path, NVFP4_CARRY_ACROSS, SCALED_CARRY, "final_rounding",
                       "nvfp4-carry-binary32")
     _decided_more_with(tmp_path, rep, SCALED_CARRY, ("nfma", "final_rounding"))
+
+
+MX_SUBNORMAL_ACC = """\
+id: mxfp4-subnormal-acc
+formats: {in: e2m1, c: binary32, out: binary32}
+k: [32, 64]
+fixed: {algorithm: fused, scale_format: ue8m0, scale_block: 32, c_placement: late}
+vary:
+  nfma: [1, 16]
+  neab: [-10, -1, 0, 1, 3]
+  final_rounding: [rz, rd]
+---
+id: mxfp4-subnormal-acc-rounding
+formats: {in: e2m1, c: binary32, out: binary32}
+k: [32]
+fixed: {algorithm: fused, scale_format: ue8m0, scale_block: 32, c_placement: late}
+vary:
+  nfma: [1, 16]
+  neab: [-10, -1, 0, 2]
+  align_rounding: [rd, rne, rz_sticky]
+  final_rounding: [rz, rne, ru]
+  flush: [[], [sums], [output]]
+"""
+
+
+def test_a_subnormal_earlier_result_reads_f_at_the_outputs_emin(tmp_path) -> None:
+    # MXFP4 (e2m1, ue8m0 scale factors) into binary32 with c late, K = 32, blocks of one
+    # product: a subnormal block result enters the next block with the exponent field
+    # -126, so that block's quantum is 2^(-126 - F) however small its terms.  x = 2 x 1
+    # and -y = -1 x 1 under 2^-149 (2^-74 x 2^-75): y = 2^-149 is kept while F >= 23
+    # (x - y = y); with x = 2 x 1 under 2^-150, -2^-150 is kept from F = 24 on (x - y
+    # rounds to 0 toward zero), dropped at F = 23 (the output is x).
+    e2, e8, b32 = get_format("e2m1"), get_format("ue8m0"), get_format("binary32")
+
+    def out(neab, scale):
+        cfg = AccumulatorConfig(in_format="e2m1", c_format="binary32", out_format="binary32",
+                                k=32, nfma=1, neab=neab, c_placement="late",
+                                scale_format="ue8m0", scale_block=32)
+        a = [e2.exact_bits(Fraction(2))] + [e2.zero_bits(0)] * 30 + [e2.exact_bits(-1)]
+        b = [e2.exact_bits(Fraction(1))] + [e2.zero_bits(0)] * 30 + [e2.exact_bits(1)]
+        half = e8.exact_bits(Fraction(2) ** (scale // 2))
+        return b32.to_fraction(reference_dot(cfg, a, b, 0, scale_a=[half], scale_b=[
+            e8.exact_bits(Fraction(2) ** (scale - scale // 2))]))
+    u = Fraction(2) ** -149
+    assert [out(neab, -149) for neab in (-1, 0)] == [2 * u, u]
+    assert [out(neab, -150) for neab in (0, 1)] == [u, 0]
+    ids = ("neab-scaled-subnormal-acc", "neab-scaled-subnormal-acc-deep")
+    # truncated alignment, final rz or rd: F read up to out_t + 4 = 27 (e2m1's 2^4 is the
+    # largest power-of-two product); the other roundings read it up to out_t (rd, rne),
+    # and a sticky bit or flushing is left to other probes
+    _decided_by(tmp_path, MX_SUBNORMAL_ACC, ids, "neab", "mxfp4-subnormal-acc")
