@@ -1118,6 +1118,15 @@ vary:
   align_rounding: [rd, rne, rz_sticky]
   final_rounding: [rz, rne, ru]
   flush: [[], [sums], [output]]
+---
+id: mxfp4-subnormal-acc-rne
+formats: {in: e2m1, c: binary32, out: binary32}
+k: [32]
+fixed: {algorithm: fused, scale_format: ue8m0, scale_block: 32, c_placement: late,
+        final_rounding: rne}
+vary:
+  nfma: [1, 16]
+  neab: [-10, -1, 0]
 """
 
 
@@ -1142,8 +1151,11 @@ def test_a_subnormal_earlier_result_reads_f_at_the_outputs_emin(tmp_path) -> Non
     u = Fraction(2) ** -149
     assert [out(neab, -149) for neab in (-1, 0)] == [2 * u, u]
     assert [out(neab, -150) for neab in (0, 1)] == [u, 0]
-    ids = ("neab-scaled-subnormal-acc", "neab-scaled-subnormal-acc-deep")
+    ids = ("neab-scaled-subnormal-acc", "neab-scaled-subnormal-acc-deep",
+           "neab-scaled-subnormal-acc-tie")
     # truncated alignment, final rz or rd: F read up to out_t + 4 = 27 (e2m1's 2^4 is the
     # largest power-of-two product); the other roundings read it up to out_t (rd, rne),
-    # and a sticky bit or flushing is left to other probes
+    # and a sticky bit or flushing is left to other probes; under a final rne 2^-149 -
+    # 2^-150 is a tie, which reads F = 23 (-tie)
     _decided_by(tmp_path, MX_SUBNORMAL_ACC, ids, "neab", "mxfp4-subnormal-acc")
+    _decided_by(tmp_path, MX_SUBNORMAL_ACC, ids, "neab", "mxfp4-subnormal-acc-rne")
