@@ -391,14 +391,16 @@ def _file_probes_right(tmp_path, spaces: str, file: str, count: int):
     return rep, ids
 
 
-def _decided_by(tmp_path, spaces: str, probe_ids, feature: str, space: str):
+def _decided_by(tmp_path, spaces: str, probe_ids, feature: str, space: str, also=()):
     """The library on these spaces: no probe wrong, each of probe_ids right somewhere, and
-    feature decided on every configuration of space where it is observable (the report)."""
+    feature decided on every configuration of space where it is observable, and so each
+    (feature, space) of ``also`` (the report; one run of the library)."""
     rep = _never_wrong(tmp_path, spaces)
     tried = {r.probe.id: r.correct for r in rep.results if r.probe.id in probe_ids}
     assert len(tried) == len(probe_ids) and min(tried.values(), default=1) > 0, tried
-    (cov,) = [c for c in rep.coverage if c.feature == feature and c.space == space]
-    assert cov.observable == cov.decided > 0, cov.to_json()
+    for f, sp in ((feature, space), *also):
+        (cov,) = [c for c in rep.coverage if c.feature == f and c.space == sp]
+        assert cov.observable == cov.decided > 0, cov.to_json()
     return rep
 
 
@@ -1092,9 +1094,8 @@ def test_a_carry_across_scale_blocks_reads_block_size_and_final_rounding(tmp_pat
             for mode in ("rz", "rne", "ru")}
     assert ties == {"rz": [top, top + 2 * r] * 2, "rne": [top, top + 4 * r] * 2,
                     "ru": [top + 2 * r, top + 4 * r] * 2}
-    _decided_by(tmp_path, NVFP4_CARRY_ACROSS, SCALED_CARRY, "nfma", "nvfp4-carry-binary64")
-    rep = _decided_by(tmp_path, NVFP4_CARRY_ACROSS, SCALED_CARRY, "final_rounding",
-                      "nvfp4-carry-binary32")
+    rep = _decided_by(tmp_path, NVFP4_CARRY_ACROSS, SCALED_CARRY, "nfma",
+                      "nvfp4-carry-binary64", also=(("final_rounding", "nvfp4-carry-binary32"),))
     _decided_more_with(tmp_path, rep, SCALED_CARRY, ("nfma", "final_rounding"))
 
 
@@ -1157,5 +1158,5 @@ def test_a_subnormal_earlier_result_reads_f_at_the_outputs_emin(tmp_path) -> Non
     # largest power-of-two product); the other roundings read it up to out_t (rd, rne),
     # and a sticky bit or flushing is left to other probes; under a final rne 2^-149 -
     # 2^-150 is a tie, which reads F = 23 (-tie)
-    _decided_by(tmp_path, MX_SUBNORMAL_ACC, ids, "neab", "mxfp4-subnormal-acc")
-    _decided_by(tmp_path, MX_SUBNORMAL_ACC, ids, "neab", "mxfp4-subnormal-acc-rne")
+    _decided_by(tmp_path, MX_SUBNORMAL_ACC, ids, "neab", "mxfp4-subnormal-acc",
+                also=(("neab", "mxfp4-subnormal-acc-rne"),))
