@@ -1160,3 +1160,53 @@ def test_a_subnormal_earlier_result_reads_f_at_the_outputs_emin(tmp_path) -> Non
     # 2^-150 is a tie, which reads F = 23 (-tie)
     _decided_by(tmp_path, MX_SUBNORMAL_ACC, ids, "neab", "mxfp4-subnormal-acc",
                 also=(("neab", "mxfp4-subnormal-acc-rne"),))
+
+
+TOP_GRID = """\
+id: e3m2xe4m3-2t-top-grid-binary32
+formats: {in: e3m2, c: binary32, out: binary32}
+k: [2, 4]
+fixed: {algorithm: fused, b_format: e4m3, nfma: 1, neab: 2, final_rounding: rz}
+vary:
+  align_rounding: [rz, rd, rne, rz_sticky]
+  c_placement: [early, late]
+  flush: [[], [output]]
+---
+id: e3m2xe4m3-2t-top-grid-binary16
+formats: {in: e3m2, c: binary16, out: binary16}
+k: [4, 8]
+fixed: {algorithm: fused, b_format: e4m3, c_placement: late, final_rounding: rz}
+vary:
+  nfma: [1, 2]
+  neab: [0, 2]
+  align_rounding: [rz, rd, rne, rz_sticky]
+"""
+
+
+def test_two_term_alignment_rounding_read_through_the_outputs_grid(tmp_path) -> None:
+    # two-term-top-grid.yaml: e3m2 x e4m3 into binary32 at F = 25, K = 2, c late, final
+    # rz.  The first block leaves top = 28 x 448 = 12544 (exponent 13, q = 2^-12, the
+    # output's spacing u = 4 q); the second adds -q/2 = -2^-4 x 2^-9, 7 q/2 = 2^-4 x 7 x
+    # 2^-9, or (beside -top) +q/2.  Only crossings of the grid show: round-down alignment
+    # and a sticky bit take top - q/2 to top - u, round to nearest even takes top + 7q/2
+    # to top + u, and a sticky bit alone leaves -top + q/2 inside (-top, -(top - u)).
+    e3, e4, f32 = get_format("e3m2"), get_format("e4m3"), get_format("binary32")
+    top, u = Fraction(12544), Fraction(1, 2**10)
+
+    def out(align, sign, tail_a, tail_b):
+        cfg = AccumulatorConfig(in_format="e3m2", b_format="e4m3", c_format="binary32",
+                                out_format="binary32", k=2, nfma=1, neab=2,
+                                c_placement="late", align_rounding=align)
+        a = [e3.exact_bits(sign * 28), e3.exact_bits(tail_a)]
+        return f32.to_fraction(reference_dot(cfg, a, [e4.exact_bits(448),
+                                                      e4.exact_bits(tail_b)], 0))
+    s = Fraction(1, 16)  # e3m2's smallest subnormal
+    rows = {m: (out(m, 1, -s, Fraction(1, 512)), out(m, 1, s, Fraction(7, 512)),
+                out(m, -1, s, Fraction(1, 512))) for m in ("rz", "rd", "rne", "rz_sticky")}
+    assert rows == {"rz": (top, top, -top), "rd": (top - u, top, -top),
+                    "rne": (top, top + u, -top), "rz_sticky": (top - u, top, -(top - u))}
+    # into binary16 at F = 23 and 25 (u = 2^13 q and more) only -3q/4 and -q/2 beside
+    # top = 2 x 12544 (K >= 4: q/4 = 2^-13 is the pair's grid) tell the four apart
+    ids = ("align-rounding-2t-top-grid-rz", "align-rounding-2t-top-quarter-rz")
+    _decided_by(tmp_path, TOP_GRID, ids, "align_rounding", "e3m2xe4m3-2t-top-grid-binary32",
+                also=(("align_rounding", "e3m2xe4m3-2t-top-grid-binary16"),))
