@@ -1180,6 +1180,14 @@ vary:
   nfma: [1, 2]
   neab: [0, 2]
   align_rounding: [rz, rd, rne, rz_sticky]
+---
+id: e3m2xe4m3-2t-top-grid-rne
+formats: {in: e3m2, c: binary32, out: binary32}
+k: [4, 8]
+fixed: {algorithm: fused, b_format: e4m3, neab: 2, c_placement: late, final_rounding: rne}
+vary:
+  nfma: [1, 2]
+  align_rounding: [rz, rd, rne, rz_sticky]
 """
 
 
@@ -1207,6 +1215,20 @@ def test_two_term_alignment_rounding_read_through_the_outputs_grid(tmp_path) -> 
                     "rne": (top, top + u, -top), "rz_sticky": (top - u, top, -(top - u))}
     # into binary16 at F = 23 and 25 (u = 2^13 q and more) only -3q/4 and -q/2 beside
     # top = 2 x 12544 (K >= 4: q/4 = 2^-13 is the pair's grid) tell the four apart
-    ids = ("align-rounding-2t-top-grid-rz", "align-rounding-2t-top-quarter-rz")
+    # under a final rne (K >= 3) the ties lie 2q from the grid: -+5q/2 beside top, and
+    # +3q/2 beside top + u, odd, which an earlier block adds (2^-4 x 2^-6): truncation
+    # leaves top + u + q, below the tie, round to nearest even aligns onto it
+    def rise(align):
+        cfg = AccumulatorConfig(in_format="e3m2", b_format="e4m3", c_format="binary32",
+                                out_format="binary32", k=3, nfma=1, neab=2,
+                                c_placement="late", align_rounding=align,
+                                final_rounding="rne")
+        a = [e3.exact_bits(x) for x in (28, s, s)]
+        b = [e4.exact_bits(x) for x in (448, Fraction(1, 64), Fraction(3, 512))]
+        return f32.to_fraction(reference_dot(cfg, a, b, 0))
+    assert [rise(m) for m in ("rz", "rne")] == [top + u, top + 2 * u]
+    ids = ("align-rounding-2t-top-grid-rz", "align-rounding-2t-top-quarter-rz",
+           "align-rounding-2t-top-grid-rne")
     _decided_by(tmp_path, TOP_GRID, ids, "align_rounding", "e3m2xe4m3-2t-top-grid-binary32",
-                also=(("align_rounding", "e3m2xe4m3-2t-top-grid-binary16"),))
+                also=(("align_rounding", "e3m2xe4m3-2t-top-grid-binary16"),
+                      ("align_rounding", "e3m2xe4m3-2t-top-grid-rne")))
