@@ -1232,3 +1232,37 @@ def test_two_term_alignment_rounding_read_through_the_outputs_grid(tmp_path) -> 
     _decided_by(tmp_path, TOP_GRID, ids, "align_rounding", "e3m2xe4m3-2t-top-grid-binary32",
                 also=(("align_rounding", "e3m2xe4m3-2t-top-grid-binary16"),
                       ("align_rounding", "e3m2xe4m3-2t-top-grid-rne")))
+
+
+NVFP4_LATE_GRID = """\
+id: nvfp4-late-grid-binary32
+formats: {in: e2m1, c: binary32, out: binary32}
+k: [32]
+fixed: {algorithm: fused, scale_format: ue4m3, scale_block: 16, neab: 2, final_rounding: rz}
+vary:
+  nfma: [1, 16]
+  align_rounding: [rz, rd, rne, rz_sticky]
+  c_placement: [early, late]
+"""
+
+
+def test_alignment_rounding_across_scale_blocks_read_through_the_outputs_grid(tmp_path):
+    # NVFP4 (e2m1, ue4m3 scale factors of 16 products) into binary32 at F = 25, final rz:
+    # 1 x 1 under 2^7 x 2^7 in the first scale block gives 2^14, so q = 2^-11 and the
+    # output's spacing below 2^14 is 2^-10.  -1.5 x 1 under 2^-6 x 2^-6 in the second,
+    # -3q/4, leaves 2^14 under truncation only; round-down alignment gives 2^14 - 2^-11,
+    # which the final rz takes to the grid point 2^14 - 2^-10
+    e2, e4, f32 = get_format("e2m1"), get_format("ue4m3"), get_format("binary32")
+
+    def three(align):
+        cfg = AccumulatorConfig(in_format="e2m1", c_format="binary32", out_format="binary32",
+                                k=32, nfma=16, neab=2, align_rounding=align,
+                                scale_format="ue4m3", scale_block=16)
+        zero = [e2.zero_bits(0)] * 15
+        a = [e2.exact_bits(1)] + zero + zero + [e2.exact_bits(Fraction(-3, 2))]
+        b = [e2.exact_bits(1)] + zero + zero + [e2.exact_bits(1)]
+        sa = [e4.exact_bits(2**7), e4.exact_bits(Fraction(1, 64))]
+        return f32.to_fraction(reference_dot(cfg, a, b, 0, scale_a=sa, scale_b=sa))
+    assert [three(m) for m in ("rz", "rd")] == [2**14, 2**14 - Fraction(1, 2**10)]
+    _decided_by(tmp_path, NVFP4_LATE_GRID, ("align-rounding-scaled-late-grid-rz",),
+                "align_rounding", "nvfp4-late-grid-binary32")
