@@ -1266,3 +1266,39 @@ def test_alignment_rounding_across_scale_blocks_read_through_the_outputs_grid(tm
     assert [three(m) for m in ("rz", "rd")] == [2**14, 2**14 - Fraction(1, 2**10)]
     _decided_by(tmp_path, NVFP4_LATE_GRID, ("align-rounding-scaled-late-grid-rz",),
                 "align_rounding", "nvfp4-late-grid-binary32")
+
+
+MX_SUBNORMAL_ACC_GRID = """\
+id: mxfp4-subnormal-acc-grid
+formats: {in: e2m1, c: binary32, out: binary32}
+k: [32]
+fixed: {algorithm: fused, scale_format: ue8m0, scale_block: 32, final_rounding: rz}
+vary:
+  nfma: [1, 16]
+  neab: [0, 2]
+  align_rounding: [rz, rd, rne, rz_sticky]
+  c_placement: [early, late]
+"""
+
+
+def test_alignment_rounding_through_a_subnormal_earlier_result(tmp_path) -> None:
+    # MXFP4 into binary32 at F = 25, K = 32 (one pair of scale factors, 2^-76 each):
+    # x = 4 x 4 = 2^-148 = 2u in the first block enters the next with the exponent field
+    # -126, so its quantum is q = 2^-151 = u/4 however small the product there:
+    # -1.5 x 1 = -3q/4 leaves 2u under truncation, u (the grid point below) under
+    # round-down alignment
+    e2, e8, f32 = get_format("e2m1"), get_format("ue8m0"), get_format("binary32")
+
+    def three(align):
+        cfg = AccumulatorConfig(in_format="e2m1", c_format="binary32", out_format="binary32",
+                                k=32, nfma=1, neab=2, align_rounding=align,
+                                scale_format="ue8m0", scale_block=32)
+        zero = [e2.zero_bits(0)] * 30
+        a = [e2.exact_bits(4)] + zero + [e2.exact_bits(Fraction(-3, 2))]
+        b = [e2.exact_bits(4)] + zero + [e2.exact_bits(1)]
+        s = [e8.exact_bits(Fraction(1, 2**76))]
+        return f32.to_fraction(reference_dot(cfg, a, b, 0, scale_a=s, scale_b=s))
+    u = Fraction(1, 2**149)
+    assert [three(m) for m in ("rz", "rd")] == [2 * u, u]
+    _decided_by(tmp_path, MX_SUBNORMAL_ACC_GRID, ("align-rounding-scaled-subnormal-acc-rz",),
+                "align_rounding", "mxfp4-subnormal-acc-grid")
