@@ -1302,3 +1302,35 @@ def test_alignment_rounding_through_a_subnormal_earlier_result(tmp_path) -> None
     assert [three(m) for m in ("rz", "rd")] == [2 * u, u]
     _decided_by(tmp_path, MX_SUBNORMAL_ACC_GRID, ("align-rounding-scaled-subnormal-acc-rz",),
                 "align_rounding", "mxfp4-subnormal-acc-grid")
+
+
+LATE_TIE_SIDES = """\
+id: e2m1xe3m2-late-tie-binary16
+formats: {in: e2m1, c: binary16, out: binary16}
+k: [4, 8, 16]
+fixed: {algorithm: fused, b_format: e3m2, c_placement: late}
+vary:
+  nfma: pow2_divisors
+  neab: [0, 2]
+  final_rounding: [rz, rne]
+"""
+
+
+def test_block_size_walked_beside_the_largest_product_of_a_pair(tmp_path) -> None:
+    # e2m1 x e3m2 into binary16 with c late: 6 x 28 = 168 and two products h = 0.5 x 0.125
+    # = 2^-4, half the output's ulp at 168.  In one block they add to 168 + 2^-3; across
+    # a block boundary each block ends on the tie 168 + 2^-4 and rounds back to 168
+    e2, e3, f16 = get_format("e2m1"), get_format("e3m2"), get_format("binary16")
+
+    def row(nfma, j):
+        cfg = AccumulatorConfig(in_format="e2m1", b_format="e3m2", c_format="binary16",
+                                out_format="binary16", k=8, nfma=nfma, neab=0,
+                                c_placement="late")
+        a, b = [e2.zero_bits(0)] * 8, [e3.zero_bits(0)] * 8
+        a[0], b[0] = e2.exact_bits(6), e3.exact_bits(28)
+        for i in (j, j + 1):
+            a[i], b[i] = e2.exact_bits(Fraction(1, 2)), e3.exact_bits(Fraction(1, 8))
+        return f16.to_fraction(reference_dot(cfg, a, b, 0))
+    assert [row(4, j) for j in (2, 3, 4)] == [Fraction(1345, 8), 168, Fraction(1345, 8)]
+    _decided_by(tmp_path, LATE_TIE_SIDES, ("nfma-walk-late-tie-sides",), "nfma",
+                "e2m1xe3m2-late-tie-binary16")
