@@ -1128,6 +1128,13 @@ fixed: {algorithm: fused, scale_format: ue8m0, scale_block: 32, c_placement: lat
 vary:
   nfma: [1, 16]
   neab: [-10, -1, 0]
+---
+id: mxfp4-subnormal-acc-grid
+formats: {in: e2m1, c: binary32, out: binary32}
+k: [32]
+fixed: {algorithm: fused, scale_format: ue8m0, scale_block: 32, final_rounding: rz}
+vary: {nfma: [1, 16], neab: [0, 2], align_rounding: [rz, rd, rne, rz_sticky],
+       c_placement: [early, late]}
 """
 
 
@@ -1153,13 +1160,15 @@ def test_a_subnormal_earlier_result_reads_f_at_the_outputs_emin(tmp_path) -> Non
     assert [out(neab, -149) for neab in (-1, 0)] == [2 * u, u]
     assert [out(neab, -150) for neab in (0, 1)] == [u, 0]
     ids = ("neab-scaled-subnormal-acc", "neab-scaled-subnormal-acc-deep",
-           "neab-scaled-subnormal-acc-tie")
+           "neab-scaled-subnormal-acc-tie", "align-rounding-scaled-subnormal-acc-rz")
     # truncated alignment, final rz or rd: F read up to out_t + 4 = 27 (e2m1's 2^4 is the
     # largest power-of-two product); the other roundings read it up to out_t (rd, rne),
     # and a sticky bit or flushing is left to other probes; under a final rne 2^-149 -
     # 2^-150 is a tie, which reads F = 23 (-tie)
+    # (and the alignment rounding there under a final rz: the test below)
     _decided_by(tmp_path, MX_SUBNORMAL_ACC, ids, "neab", "mxfp4-subnormal-acc",
-                also=(("neab", "mxfp4-subnormal-acc-rne"),))
+                also=(("neab", "mxfp4-subnormal-acc-rne"),
+                      ("align_rounding", "mxfp4-subnormal-acc-grid")))
 
 
 TOP_GRID = """\
@@ -1234,6 +1243,21 @@ def test_two_term_alignment_rounding_read_through_the_outputs_grid(tmp_path) -> 
                       ("align_rounding", "e3m2xe4m3-2t-top-grid-rne")))
 
 
+def _e2m1_first_last(scaling, k, nfma, align, first, last, scales):
+    """The binary32 output (F = 25, final rz) of a block-scaled e2m1 unit on a row whose
+    products are first = (a, b) at position 0 and last at k - 1, under the scale factors
+    scales (one per scale block, the same for a and b)."""
+    e2, fs, f32 = get_format("e2m1"), get_format(scaling[0]), get_format("binary32")
+    cfg = AccumulatorConfig(in_format="e2m1", c_format="binary32", out_format="binary32",
+                            k=k, nfma=nfma, neab=2, align_rounding=align,
+                            scale_format=scaling[0], scale_block=scaling[1])
+    zero = [e2.zero_bits(0)] * (k - 2)
+    a = [e2.exact_bits(first[0])] + zero + [e2.exact_bits(last[0])]
+    b = [e2.exact_bits(first[1])] + zero + [e2.exact_bits(last[1])]
+    s = [fs.exact_bits(x) for x in scales]
+    return f32.to_fraction(reference_dot(cfg, a, b, 0, scale_a=s, scale_b=s))
+
+
 NVFP4_LATE_GRID = """\
 id: nvfp4-late-grid-binary32
 formats: {in: e2m1, c: binary32, out: binary32}
@@ -1252,56 +1276,26 @@ def test_alignment_rounding_across_scale_blocks_read_through_the_outputs_grid(tm
     # output's spacing below 2^14 is 2^-10.  -1.5 x 1 under 2^-6 x 2^-6 in the second,
     # -3q/4, leaves 2^14 under truncation only; round-down alignment gives 2^14 - 2^-11,
     # which the final rz takes to the grid point 2^14 - 2^-10
-    e2, e4, f32 = get_format("e2m1"), get_format("ue4m3"), get_format("binary32")
-
-    def three(align):
-        cfg = AccumulatorConfig(in_format="e2m1", c_format="binary32", out_format="binary32",
-                                k=32, nfma=16, neab=2, align_rounding=align,
-                                scale_format="ue4m3", scale_block=16)
-        zero = [e2.zero_bits(0)] * 15
-        a = [e2.exact_bits(1)] + zero + zero + [e2.exact_bits(Fraction(-3, 2))]
-        b = [e2.exact_bits(1)] + zero + zero + [e2.exact_bits(1)]
-        sa = [e4.exact_bits(2**7), e4.exact_bits(Fraction(1, 64))]
-        return f32.to_fraction(reference_dot(cfg, a, b, 0, scale_a=sa, scale_b=sa))
-    assert [three(m) for m in ("rz", "rd")] == [2**14, 2**14 - Fraction(1, 2**10)]
+    three = [_e2m1_first_last(("ue4m3", 16), 32, 16, m, (1, 1), (Fraction(-3, 2), 1),
+                              (2**7, Fraction(1, 64))) for m in ("rz", "rd")]
+    assert three == [2**14, 2**14 - Fraction(1, 2**10)]
     _decided_by(tmp_path, NVFP4_LATE_GRID, ("align-rounding-scaled-late-grid-rz",),
                 "align_rounding", "nvfp4-late-grid-binary32")
 
 
-MX_SUBNORMAL_ACC_GRID = """\
-id: mxfp4-subnormal-acc-grid
-formats: {in: e2m1, c: binary32, out: binary32}
-k: [32]
-fixed: {algorithm: fused, scale_format: ue8m0, scale_block: 32, final_rounding: rz}
-vary:
-  nfma: [1, 16]
-  neab: [0, 2]
-  align_rounding: [rz, rd, rne, rz_sticky]
-  c_placement: [early, late]
-"""
 
-
-def test_alignment_rounding_through_a_subnormal_earlier_result(tmp_path) -> None:
+def test_alignment_rounding_through_a_subnormal_earlier_result() -> None:
     # MXFP4 into binary32 at F = 25, K = 32 (one pair of scale factors, 2^-76 each):
     # x = 4 x 4 = 2^-148 = 2u in the first block enters the next with the exponent field
     # -126, so its quantum is q = 2^-151 = u/4 however small the product there:
     # -1.5 x 1 = -3q/4 leaves 2u under truncation, u (the grid point below) under
     # round-down alignment
-    e2, e8, f32 = get_format("e2m1"), get_format("ue8m0"), get_format("binary32")
-
-    def three(align):
-        cfg = AccumulatorConfig(in_format="e2m1", c_format="binary32", out_format="binary32",
-                                k=32, nfma=1, neab=2, align_rounding=align,
-                                scale_format="ue8m0", scale_block=32)
-        zero = [e2.zero_bits(0)] * 30
-        a = [e2.exact_bits(4)] + zero + [e2.exact_bits(Fraction(-3, 2))]
-        b = [e2.exact_bits(4)] + zero + [e2.exact_bits(1)]
-        s = [e8.exact_bits(Fraction(1, 2**76))]
-        return f32.to_fraction(reference_dot(cfg, a, b, 0, scale_a=s, scale_b=s))
     u = Fraction(1, 2**149)
-    assert [three(m) for m in ("rz", "rd")] == [2 * u, u]
-    _decided_by(tmp_path, MX_SUBNORMAL_ACC_GRID, ("align-rounding-scaled-subnormal-acc-rz",),
-                "align_rounding", "mxfp4-subnormal-acc-grid")
+    three = [_e2m1_first_last(("ue8m0", 32), 32, 1, m, (4, 4), (Fraction(-3, 2), 1),
+                              (Fraction(1, 2**76),)) for m in ("rz", "rd")]
+    assert three == [2 * u, u]
+    # decided on every configuration of mxfp4-subnormal-acc-grid (MX_SUBNORMAL_ACC, with
+    # the test above)
 
 
 LATE_TIE_SIDES = """\
@@ -1334,3 +1328,44 @@ def test_block_size_walked_beside_the_largest_product_of_a_pair(tmp_path) -> Non
     assert [row(4, j) for j in (2, 3, 4)] == [Fraction(1345, 8), 168, Fraction(1345, 8)]
     _decided_by(tmp_path, LATE_TIE_SIDES, ("nfma-walk-late-tie-sides",), "nfma",
                 "e2m1xe3m2-late-tie-binary16")
+
+
+NORMALISATION_TIE = """\
+id: e3m2-13-bit-tie
+formats: {in: e3m2, c: binary32, out: binary32}
+k: [4, 8]
+fixed: {algorithm: fused, neab: -10, out_frac_bits: 13, c_placement: late,
+        final_rounding: rne}
+vary:
+  nfma: [1, 2]
+  product_normalisation: [denormalised, normalised]
+---
+id: e3m2xe4m3-binary32-tie
+formats: {in: e3m2, c: binary32, out: binary32}
+k: [2, 8]
+fixed: {algorithm: fused, b_format: e4m3, neab: 0, nfma: 1, c_placement: late,
+        final_rounding: rne}
+vary:
+  product_normalisation: [denormalised, normalised]
+"""
+
+
+def test_normalisation_read_through_a_tie_at_f_equal_to_out_t(tmp_path) -> None:
+    # e3m2 into 13 fraction bits at F = 13 with c late: P = 1.5 x 16 squared = 576 (field
+    # 2^8, value 2^9), the output's spacing at P g = 2^-4, and an earlier result T = 3q =
+    # 3 x 2^-5.  Denormalised, P + T = P + 3g/2 is a tie to the even P + 2g; normalised,
+    # truncation leaves P + 2q = P + g
+    e3, f32 = get_format("e3m2"), get_format("binary32")
+
+    def out(norm):
+        cfg = AccumulatorConfig(in_format="e3m2", c_format="binary32", out_format="binary32",
+                                k=2, nfma=1, neab=-10, out_frac_bits=13, c_placement="late",
+                                final_rounding="rne", product_normalisation=norm)
+        a = [e3.exact_bits(Fraction(3, 16)), e3.exact_bits(24)]
+        b = [e3.exact_bits(Fraction(1, 2)), e3.exact_bits(24)]
+        return f32.to_fraction(reference_dot(cfg, a, b, 0))
+    assert [out(n) for n in ("denormalised", "normalised")] == [576 + Fraction(1, 8),
+                                                                576 + Fraction(1, 16)]
+    _decided_by(tmp_path, NORMALISATION_TIE, ("product-normalisation-2t-tie-rne-sides",),
+                "product_normalisation", "e3m2-13-bit-tie",
+                also=(("product_normalisation", "e3m2xe4m3-binary32-tie"),))
