@@ -25,10 +25,11 @@ import functools
 import numpy as np
 
 from .config import AccumulatorConfig
-from .engine_float import product_key, run_float
+from .engine_float import product_key, run_fdrda, run_float
 from .engine_int import int_dtype, int_product_key, log2ceil, run_int
 from .errors import InputError
 from .formats import get_format
+from .reference import FDRDA_DOT_BITS
 
 #: Rows per chunk: a (chunk, k) float64 array stays within the L2 cache for k <= 32.
 CHUNK = 8192
@@ -67,7 +68,7 @@ def evaluate(cfg: AccumulatorConfig, a, b, c, scale_a=None, scale_b=None,
 def products_key(cfg: AccumulatorConfig) -> tuple:
     """Configurations with one key compute the same products from the same rows: evaluating
     them one after another with one memo computes those products once."""
-    if _engine(cfg) is run_float:
+    if _engine(cfg) in (run_float, run_fdrda):
         return product_key(cfg)
     if cfg.algorithm in ("fused", "fdrda") and cfg.scale_format is None:
         return int_product_key(cfg)
@@ -129,7 +130,7 @@ def _check_scales(cfg: AccumulatorConfig, n: int, scale_a, scale_b):
 def engine_name(cfg: AccumulatorConfig) -> str:
     """Which engine evaluates cfg: 'float64', 'int64' or 'object' (for benchmarks)."""
     run = _engine(cfg)
-    if run is run_float:
+    if run in (run_float, run_fdrda):
         return "float64"
     return "int64" if int_dtype(cfg) is np.int64 else "object"
 
@@ -177,6 +178,12 @@ def _engine(cfg: AccumulatorConfig):
             and cfg.out_format in _FLOAT_ACC
             and cfg.frac_bits + 3 + _scale_bits(cfg) + log2ceil(cfg.nfma + 1) <= 53):
         return run_float
+    # FDRDA: the dot product floored at 31 bits below e_max and c at F bits, both counted
+    # in units of the finer quantum (engine_float.run_fdrda)
+    if (cfg.algorithm == "fdrda"
+            and all((f.width <= 16 or f.name == "tf32") and f.p <= 13 for f in (fin, fb))
+            and max(cfg.frac_bits, FDRDA_DOT_BITS) + 5 + log2ceil(cfg.nfma + 1) <= 53):
+        return run_fdrda
     return run_int
 
 

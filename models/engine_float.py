@@ -21,6 +21,8 @@ import numpy as np
 from .config import AccumulatorConfig
 from .engine_int import DEAD, _apply_specials, _decode, _late_c, in_block_order
 from .formats import Format, exact_zero_sign, get_format
+from .reference import FDRDA_DOT_BITS as _FDRDA_DOT_BITS
+from .reference import GFDRDA_C_RZ_BELOW as _GFDRDA_C_RZ_BELOW
 
 _B32 = get_format("binary32")
 
@@ -156,18 +158,8 @@ def run_float(cfg: AccumulatorConfig, a, b, c, scales=None,
             # an inf/NaN c or product has exponent 1024 in float64: keep the scale finite
             emax = np.where(live, np.minimum(emax, 900), 0)
             scale = _pow2(F + int(sticky) - emax)
-            x = p * scale[:, None]
-            xc = vc * scale
-            if amode == "rz":
-                x, xc = np.trunc(x, out=x), np.trunc(xc)
-            elif amode == "rd":
-                x, xc = np.floor(x, out=x), np.floor(xc)
-            elif amode == "rne":
-                x, xc = np.rint(x, out=x), np.rint(xc)  # ties to even, like the magnitude
-            else:
-                # x is already in units of half the quantum: truncate at the quantum and
-                # set the sticky (last) bit when bits were dropped.
-                x, xc = _sticky(x), _sticky(xc)
+            x = _align(p * scale[:, None], amode)
+            xc = _align(vc * scale, amode)
             total = x.sum(1) + xc
             # any inf/NaN term makes the exact-float sum inf/NaN exactly as FDA step 1 says
             special = ~np.isfinite(total)
@@ -192,6 +184,104 @@ def run_float(cfg: AccumulatorConfig, a, b, c, scales=None,
             d = _apply_specials(cfg, fout, d, spec_nan, special & ~spec_nan, spec_neg)
             acc, acc_fmt = d, fout
     return _late_c(cfg, fout, fc, acc, c) if late else acc
+
+
+def _align(x, amode: str) -> np.ndarray:
+    """Terms already scaled to the alignment quantum (half of it with a sticky bit), rounded
+    to integers as the alignment rounding says."""
+    if amode == "rz":
+        return np.trunc(x)
+    if amode == "rd":
+        return np.floor(x)
+    if amode == "rne":
+        return np.rint(x)  # ties to even, like the magnitude
+    # x is in units of half the quantum: truncate at the quantum and set the sticky (last)
+    # bit when bits were dropped
+    return _sticky(x)
+
+
+def run_fdrda(cfg: AccumulatorConfig, a, b, c, memo: dict | None = None) -> np.ndarray:
+    """CDNA3 FDRDA / GFDRDA ([XWYY25] Sec. IV-F and IV-H; engine_int._fdrda_block) in float64.
+
+    Exact for the configurations :func:`accumulator._engine` sends here: products and c
+    are exact float64 values; the aligned products are integers below 2^(F + 3) whose sum
+    stays below 2^53; flooring the dot product at 2^(e_max - 31) and c at 2^(e_max - F) are
+    float floors of values scaled by powers of two within float64's normal range; and the
+    two rounded terms, counted in units of the finer of the two quanta, add below 2^53.
+    """
+    F = cfg.frac_bits
+    amode, mode = cfg.align_rounding, cfg.final_rounding
+    sticky = int(amode == "rz_sticky")
+    p_out = _B32.p if cfg.out_frac_bits is None else cfg.out_frac_bits + 1
+    halves = (slice(0, None, 2), slice(1, None, 2)) if cfg.interleave == "even_odd" else None
+    acc = c
+    with np.errstate(invalid="ignore", over="ignore"):
+        for p, pe, emax in block_products(cfg, a, b, memo):
+            p_in = p  # the products before overflow: the input specials decide first
+            if cfg.product_overflow:
+                p = np.where(np.abs(p) >= 2.0 ** 128, p * np.inf, p)
+            if "products" in cfg.flush:
+                p = np.where(np.abs(p) < float(_B32.fmin), p * 0.0, p)
+                emax = np.where(p != 0, pe, DEAD).max(1)
+            vc = _acc_float(_B32, acc, "inputs" in cfg.flush)
+            raw = p.sum(1) + vc  # any inf/NaN term makes it inf/NaN, as FDA step 1 says
+            special, spec_nan, spec_neg = ~np.isfinite(raw), np.isnan(raw), raw < 0
+            if cfg.product_overflow:
+                # where an input is inf or NaN, overflowing products do not count
+                raw_in = p_in.sum(1) + vc
+                insp = ~np.isfinite(raw_in)
+                spec_nan = np.where(insp, np.isnan(raw_in), spec_nan)
+                spec_neg = np.where(insp, raw_in < 0, spec_neg)
+            pf = np.where(np.isfinite(p), p, 0.0)
+            vcf = np.where(special, 0.0, vc)
+            if halves is None:
+                dot, e_dot = _fixed_sum(cfg, pf, emax, amode), emax
+                dot_unit = e_dot - F - sticky
+            else:  # GFDRDA: each half fused alone, both rounded down at the larger one's F
+                parts = [(pf[:, h], np.where(pf[:, h] != 0, pe[:, h], DEAD).max(1))
+                         for h in halves]
+                e_dot = np.maximum(parts[0][1], parts[1][1])
+                dot_unit = e_dot - F
+                dot = 0.0
+                for ph, eh in parts:
+                    th = _fixed_sum(cfg, ph, eh, amode)
+                    dot = dot + np.floor(th * _pow2(np.where(eh != DEAD, eh - e_dot - sticky,
+                                                             0)))
+            any_dot = e_dot != DEAD
+            live_c = vcf != 0
+            ce = np.maximum(_flog2(vcf), _B32.emin)
+            e_max = np.maximum(np.where(any_dot, e_dot, DEAD), np.where(live_c, ce, DEAD))
+            e_max = np.where(any_dot | live_c, e_max, 0)
+            u_dot, u_c = e_max - _FDRDA_DOT_BITS, e_max - F
+            unit = np.minimum(u_dot, u_c)
+            # the dot product rounded down at 2^u_dot (exact when its unit is coarser)
+            dot_r = np.floor(dot * _pow2(np.where(any_dot, dot_unit - u_dot, 0)))
+            dot_r = dot_r * _pow2(u_dot - unit)
+            # c rounded at 2^u_c: down, or toward zero for GFDRDA when e_c < e_max - 25
+            cv = vcf * _pow2(-u_c)
+            c_r = np.floor(cv)
+            if halves is not None:
+                c_r = np.where(live_c & (ce < e_max - _GFDRDA_C_RZ_BELOW), np.trunc(cv), c_r)
+            total = dot_r + c_r * _pow2(u_c - unit)
+            zs = exact_zero_sign(mode, any_dot | live_c, np.signbit(p).any(1) | np.signbit(vc),
+                                 np.signbit(p).all(1) & np.signbit(vc), cfg.zero_sign)
+            d = _float_round(_B32, total, unit, mode, zs, p_out, "output" in cfg.flush,
+                             cfg.zero_sign == "positive")
+            acc = _apply_specials(cfg, _B32, d, spec_nan, special & ~spec_nan, spec_neg)
+    return acc
+
+
+def _fixed_sum(cfg: AccumulatorConfig, p, emax, amode: str) -> np.ndarray:
+    """The products of a block aligned at emax with F fraction bits (a sticky bit below
+    with rz_sticky) and added: the integer total of engine_int._fused_sum, as float64."""
+    sticky = int(amode == "rz_sticky")
+    live = emax != DEAD
+    x = _align(p * _pow2(np.where(live, cfg.frac_bits + sticky - emax, 0))[:, None], amode)
+    total = x.sum(1)
+    if cfg.carry_bits is not None:
+        limit = 2.0 ** (cfg.frac_bits + 2 + cfg.carry_bits + sticky)
+        total = np.where(np.abs(total) < limit, total, np.fmod(total, limit))
+    return total
 
 
 def _sticky(x):
