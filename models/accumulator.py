@@ -8,7 +8,8 @@ rows in cache-sized chunks:
   explicit power-of-two unit, on int64 where a width bound proves it exact and on Python
   integers otherwise;
 * :mod:`.engine_float` (fused blocks of small input formats with a binary32-range
-  accumulator) stays in float64 where float64 is provably exact.
+  accumulator, and CDNA3's FDRDA blocks of the same inputs) stays in float64 where
+  float64 is provably exact.
 
 >>> import numpy as np
 >>> from mmaprobe.models.presets import get_preset
