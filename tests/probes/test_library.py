@@ -1369,3 +1369,36 @@ def test_normalisation_read_through_a_tie_at_f_equal_to_out_t(tmp_path) -> None:
     _decided_by(tmp_path, NORMALISATION_TIE, ("product-normalisation-2t-tie-rne-sides",),
                 "product_normalisation", "e3m2-13-bit-tie",
                 also=(("product_normalisation", "e3m2xe4m3-binary32-tie"),))
+
+
+SUBNORMAL_SIDES_F13 = """\
+id: binary16xbfloat16-f13-binary32
+formats: {in: binary16, c: binary32, out: binary32}
+k: [2, 8]
+fixed: {algorithm: fused, b_format: bfloat16, neab: -10}
+vary:
+  nfma: [1, 2]
+  final_rounding: [rz, rne, rd, ru, rna, ro]
+  c_placement: [early, late]
+  align_rounding: [rz, rne]
+"""
+
+
+def test_final_rounding_on_the_subnormal_grid_of_a_mixed_pair(tmp_path) -> None:
+    # binary16 x bfloat16 into binary32 at F = 13: every block result of normal-range
+    # products fits binary32, so the final rounding shows only on binary32's subnormal
+    # grid u = 2^-149.  3 x 2^-24 (a binary16 subnormal) x 2^-126 = 1.5u is aligned at its
+    # exponent fields -14 - 126 = -140, kept whole at F = 13, and rounds once: to u under
+    # rz, to 2u under rne (the even neighbour); 5 x 2^-24 x 2^-126 = 2.5u to 2u and 3u
+    f16, bf16, f32 = get_format("binary16"), get_format("bfloat16"), get_format("binary32")
+
+    def out(rounding, sig):
+        cfg = AccumulatorConfig(in_format="binary16", b_format="bfloat16", k=2, nfma=1,
+                                neab=-10, final_rounding=rounding)
+        a = [f16.zero_bits(0), f16.exact_bits(Fraction(sig, 2 ** 24))]
+        b = [bf16.zero_bits(0), bf16.exact_bits(Fraction(2) ** -126)]
+        return f32.to_fraction(reference_dot(cfg, a, b, 0)) * 2 ** 149
+    assert [out(r, 3) for r in ("rz", "rne", "ru")] == [1, 2, 2]
+    assert [out(r, 5) for r in ("rz", "rne", "ru", "rna")] == [2, 2, 3, 3]
+    _decided_by(tmp_path, SUBNORMAL_SIDES_F13, ("final-rounding-subnormal-sides",),
+                "final_rounding", "binary16xbfloat16-f13-binary32")
