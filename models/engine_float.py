@@ -80,8 +80,10 @@ def product_key(cfg: AccumulatorConfig) -> tuple:
 
 def block_products(cfg: AccumulatorConfig, a, b, memo: dict | None = None,
                    scales=None) -> list[tuple]:
-    """Per block: the exact products p (n, nfma), their alignment exponents pe and the
-    largest exponent of a non-zero product per row (DEAD where none).
+    """Per block: the exact products p (n, nfma), their alignment exponents pe, the
+    largest exponent of a non-zero product per row (DEAD where none), and per row whether
+    any product and whether every product is negative (-0 included: the zero-sign rule's
+    inputs, which neither flushing nor overflow changes).
 
     ``scales`` (block scaling, FDA: [XWYY25] Sec. IV-C): the (n, k / scale_block) scale
     factors of a and b; a product is then a_i b_i S_a S_b, exact in float64 (at most four
@@ -121,9 +123,11 @@ def block_products(cfg: AccumulatorConfig, a, b, memo: dict | None = None,
                 if scales is not None:
                     pe = pe + exs[ta] + exs[tb]
             emax = np.where(p != 0, pe, DEAD).max(1)
-            for x in (p, pe, emax):
+            neg = np.signbit(p)
+            blk_data = (p, pe, emax, neg.any(1), neg.all(1))
+            for x in blk_data:
                 x.flags.writeable = False  # shared by the configurations of one memo
-            blocks.append((p, pe, emax))
+            blocks.append(blk_data)
     if memo is not None:
         memo.clear()
         memo.update(key=key, blocks=blocks)
@@ -143,7 +147,8 @@ def run_float(cfg: AccumulatorConfig, a, b, c, scales=None,
     fc = get_format(cfg.c_format)
     acc, acc_fmt = (np.zeros_like(c), fout) if late else (c, fc)
     with np.errstate(invalid="ignore", over="ignore"):
-        for blk, (p, pe, emax) in enumerate(block_products(cfg, a, b, memo, scales)):
+        for blk, (p, pe, emax, neg_any, neg_all) in enumerate(
+                block_products(cfg, a, b, memo, scales)):
             p_in = p  # the products before overflow: the input specials decide first
             if cfg.product_overflow:
                 p = np.where(np.abs(p) >= 2.0 ** 128, p * np.inf, p)
@@ -155,33 +160,35 @@ def run_float(cfg: AccumulatorConfig, a, b, c, scales=None,
             ce = np.maximum(_flog2(vc), acc_fmt.emin)
             emax = np.maximum(emax, np.where(vc != 0, ce, DEAD))
             live = emax != DEAD
-            # an inf/NaN c or product has exponent 1024 in float64: keep the scale finite
-            emax = np.where(live, np.minimum(emax, 900), 0)
-            scale = _pow2(F + int(sticky) - emax)
-            x = _align(p * scale[:, None], amode)
-            xc = _align(vc * scale, amode)
+            emax = np.where(live, emax, 0)
+            # ldexp scales exactly (an inf/NaN term stays inf/NaN)
+            shift = F + int(sticky) - emax
+            x = _align(np.ldexp(p, shift[:, None]), amode)
+            xc = _align(np.ldexp(vc, shift), amode)
             total = x.sum(1) + xc
             # any inf/NaN term makes the exact-float sum inf/NaN exactly as FDA step 1 says
             special = ~np.isfinite(total)
-            spec_nan, spec_neg = np.isnan(total), total < 0
-            if cfg.product_overflow:
-                # FDRDA steps 1-3 (reference._specials): where an input is inf or NaN,
-                # overflowing products do not count
-                raw = p_in.sum(1) + vc
-                insp = ~np.isfinite(raw)
-                spec_nan = np.where(insp, np.isnan(raw), spec_nan)
-                spec_neg = np.where(insp, raw < 0, spec_neg)
+            any_special = special.any()
+            if any_special:
+                spec_nan, spec_neg = np.isnan(total), total < 0
+                if cfg.product_overflow:
+                    # FDRDA steps 1-3 (reference._specials): where an input is inf or NaN,
+                    # overflowing products do not count
+                    raw = p_in.sum(1) + vc
+                    insp = ~np.isfinite(raw)
+                    spec_nan = np.where(insp, np.isnan(raw), spec_nan)
+                    spec_neg = np.where(insp, raw < 0, spec_neg)
+                total = np.where(special, 0.0, total)
             unit = emax - F - int(sticky)
             if cfg.carry_bits is not None:
                 limit = 2.0 ** (F + 2 + cfg.carry_bits + int(sticky))
-                total = np.where(special | (np.abs(total) < limit), total,
-                                 np.fmod(total, limit))
-            zs = exact_zero_sign(mode, live, np.signbit(p).any(1) | np.signbit(vc),
-                                 np.signbit(p).all(1) & np.signbit(vc), cfg.zero_sign)
-            total = np.where(special, 0.0, total)
+                total = np.where(np.abs(total) < limit, total, np.fmod(total, limit))
+            cneg = np.signbit(vc)
+            zs = exact_zero_sign(mode, live, neg_any | cneg, neg_all & cneg, cfg.zero_sign)
             d = _float_round(fout, total, unit, mode, zs, p_out, "output" in cfg.flush,
                              cfg.zero_sign == "positive")
-            d = _apply_specials(cfg, fout, d, spec_nan, special & ~spec_nan, spec_neg)
+            if any_special:
+                d = _apply_specials(cfg, fout, d, spec_nan, special & ~spec_nan, spec_neg)
             acc, acc_fmt = d, fout
     return _late_c(cfg, fout, fc, acc, c) if late else acc
 
@@ -216,7 +223,7 @@ def run_fdrda(cfg: AccumulatorConfig, a, b, c, memo: dict | None = None) -> np.n
     halves = (slice(0, None, 2), slice(1, None, 2)) if cfg.interleave == "even_odd" else None
     acc = c
     with np.errstate(invalid="ignore", over="ignore"):
-        for p, pe, emax in block_products(cfg, a, b, memo):
+        for p, pe, emax, neg_any, neg_all in block_products(cfg, a, b, memo):
             p_in = p  # the products before overflow: the input specials decide first
             if cfg.product_overflow:
                 p = np.where(np.abs(p) >= 2.0 ** 128, p * np.inf, p)
@@ -263,8 +270,9 @@ def run_fdrda(cfg: AccumulatorConfig, a, b, c, memo: dict | None = None) -> np.n
             if halves is not None:
                 c_r = np.where(live_c & (ce < e_max - _GFDRDA_C_RZ_BELOW), np.trunc(cv), c_r)
             total = dot_r + c_r * _pow2(u_c - unit)
-            zs = exact_zero_sign(mode, any_dot | live_c, np.signbit(p).any(1) | np.signbit(vc),
-                                 np.signbit(p).all(1) & np.signbit(vc), cfg.zero_sign)
+            cneg = np.signbit(vc)
+            zs = exact_zero_sign(mode, any_dot | live_c, neg_any | cneg, neg_all & cneg,
+                                 cfg.zero_sign)
             d = _float_round(_B32, total, unit, mode, zs, p_out, "output" in cfg.flush,
                              cfg.zero_sign == "positive")
             acc = _apply_specials(cfg, _B32, d, spec_nan, special & ~spec_nan, spec_neg)
@@ -296,10 +304,10 @@ def _float_round(fmt: Format, total, unit, mode, zero_sign, p, flush,
     positive_zero: a non-zero total rounded or flushed to zero gives +0
     (formats.rounded_zero_sign, zero_sign 'positive')."""
     nz = total != 0
-    E = _flog2(total) + unit
+    E = np.frexp(total)[1] - 1 + unit  # floor(log2 |total|) + unit where total != 0
     Ec = np.maximum(E, fmt.emin)
     qe = Ec - (p - 1)
-    y = total * _pow2(np.where(nz, unit - qe, 0))
+    y = np.ldexp(total, unit - qe)  # exact: a power-of-two scaling within float64's range
     if mode == "rz":
         r = np.trunc(y)
     elif mode == "rd":
@@ -316,7 +324,7 @@ def _float_round(fmt: Format, total, unit, mode, zero_sign, p, flush,
         m = np.abs(t)
         m = np.where((t != y) & (np.fmod(m, 2.0) == 0), m + 1.0, m)
         r = np.copysign(m, y)
-    v = r * _pow2(qe)
+    v = np.ldexp(r, qe)
     v = np.where(np.abs(v) >= 2.0 ** (fmt.emax + 1), np.copysign(np.inf, total), v)
     zero = 0.0 if positive_zero else np.copysign(0.0, total)
     v = np.where(v == 0, zero, v)
