@@ -70,7 +70,7 @@ from .config import (
     ConfigError,
 )
 from .features import feature_value
-from .formats import ROUNDING_MODES, Format, get_format
+from .formats import ROUNDING_MODES, ZERO_SIGN_RULES, Format, get_format
 
 #: Features ``mmaprobe check`` requires a decision for on every configuration where they
 #: are observable.  New configuration fields slot in by adding their name here and, where
@@ -1785,16 +1785,23 @@ def proven_classes(configs: list[AccumulatorConfig]) -> np.ndarray:
 
     Two configurations of rows without scale factors (a and b in one format or two) that
     differ in one checked feature are joined when the second's value is not among the first's
-    :func:`alternatives` (or only in product_overflow, where no product reaches 2^128);
-    classes are the transitive closure (equality of outputs is transitive).  Configurations
-    the rules cannot join stay apart, so a class never holds two units that some input
-    tells apart, while two classes may still hold units no input tells apart.
+    :func:`alternatives` (or only in product_overflow, where no product reaches 2^128, or
+    only in late_rounding, which no engine reads unless a fused unit adds c late); two that
+    differ in several flushing stages are joined when a path adding or removing one stage
+    at a time has each step proven so (the configurations on the way need not be in the
+    list); classes are the transitive closure (equality of outputs is transitive).
+    Configurations the rules cannot join stay apart, so a class never holds two units that
+    some input tells apart, while two classes may still hold units no input tells apart.
 
     >>> from mmaprobe.models.config import AccumulatorConfig
     >>> late = AccumulatorConfig(in_format="e2m1", k=8, nfma=4, c_placement="late")
     >>> proven_classes([late, late.replace(neab=-2), late.replace(neab=-15),
     ...                 late.replace(nfma=8)]).tolist()      # fp4 sums are exact
     [0, 0, 1, 0]
+    >>> one = AccumulatorConfig(in_format="binary16", k=16, flush=("inputs",))
+    >>> proven_classes([one, one.replace(flush=("inputs", "products", "sums", "output")),
+    ...                 one.replace(late_rounding="rz"), one.replace(flush=())]).tolist()
+    [0, 0, 0, 1]
     """
     parent = list(range(len(configs)))
 
@@ -1804,7 +1811,7 @@ def proven_classes(configs: list[AccumulatorConfig]) -> np.ndarray:
             i = parent[i]
         return i
 
-    for feature in CHECKED_FEATURES + ("product_overflow",):
+    for feature in CHECKED_FEATURES + ("product_overflow", "late_rounding", "zero_sign"):
         groups: dict[tuple, list[int]] = {}
         for i, cfg in enumerate(configs):
             # rows without scale factors only: the rules' equivalences are tested on them,
@@ -1816,13 +1823,78 @@ def proven_classes(configs: list[AccumulatorConfig]) -> np.ndarray:
             if len(members) < 2:
                 continue
             for i in members:
-                others = (alternatives(configs[i], feature) if feature != "product_overflow"
-                          else (True, False) if product_overflow_observable(configs[i])
-                          else ())
+                others = _observable_values(configs[i], feature)
                 for j in members:
                     if (j != i and root(i) != root(j)
                             and feature_value(configs[j], feature) not in others):
                         parent[root(j)] = root(i)
+    # several flushing stages apart: one stage at a time, in FLUSH_STAGES order
+    groups = {}
+    for i, cfg in enumerate(configs):
+        if cfg.operands[1:] == (None, None):
+            groups.setdefault(_without(cfg, "flush"), []).append(i)
+    for members in groups.values():
+        for n, i in enumerate(members):
+            for j in members[n + 1:]:
+                if root(i) != root(j) and _flush_path_proven(configs[i], configs[j]):
+                    parent[root(j)] = root(i)
     roots = [root(i) for i in range(len(configs))]
     first: dict[int, int] = {}
     return np.array([first.setdefault(r, len(first)) for r in roots], dtype=np.int64)
+
+
+def _observable_values(cfg: AccumulatorConfig, feature: str) -> tuple:
+    """The values of ``feature`` some input tells from cfg's (proven_classes's rules)."""
+    if feature == "product_overflow":
+        return (True, False) if product_overflow_observable(cfg) else ()
+    if feature == "late_rounding":
+        late = cfg.algorithm == "fused" and cfg.c_placement == "late"
+        return ROUNDING_MODES if late else ()
+    if feature == "zero_sign":
+        return () if _zero_sign_hidden(cfg) else ZERO_SIGN_RULES
+    return alternatives(cfg, feature)
+
+
+def _zero_sign_hidden(cfg: AccumulatorConfig) -> bool:
+    """Whether zero_sign 'ieee' and 'positive' give the same outputs on every input.
+
+    They differ only in the sign of a zero a fused block returns.  With c added late
+    (fused blocks, no scale factors) the first block's accumulator is +0, and under a
+    final rounding other than rd an exact zero sum of +0 with any terms is +0 under IEEE
+    754's rule too (formats.exact_zero_sign), so every block passes +0 on; and no
+    non-zero block sum rounds or flushes to zero when the alignment quantum of the smallest
+    non-zero product, 2^(E - F) (E: its exponent fields, or its value's exponent once
+    normalised; half of it with a sticky bit), is at least the output's smallest normal: a
+    non-zero sum is a multiple of that in a block holding a non-zero product, and a block
+    without one passes its accumulator on unchanged.
+    """
+    if (cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.scale_format is not None
+            or cfg.final_rounding == "rd"):
+        return False
+    fa, fb, fout = get_format(cfg.in_format), get_format(cfg.b_fmt), get_format(cfg.out_format)
+    e = fa.emin + fb.emin
+    if cfg.product_normalisation == "normalised":
+        e -= fa.t + fb.t
+    return e - cfg.frac_bits - (cfg.align_rounding == "rz_sticky") >= fout.emin
+
+
+def _flush_path_proven(x: AccumulatorConfig, y: AccumulatorConfig) -> bool:
+    """Whether x and y, equal but for their flushing stages, give the same outputs by a path
+    that adds or removes one stage at a time, each step's stage unobservable where it is
+    taken (its value not among the alternatives of the configuration before it)."""
+    feature_of = {stage: f for f, stage in _FLUSH_OF.items()}
+    cur = x
+    for stage in FLUSH_STAGES:
+        if (stage in cur.flush) == (stage in y.flush):
+            continue
+        flush = (tuple(s for s in cur.flush if s != stage) if stage in cur.flush
+                 else cur.flush + (stage,))
+        try:
+            nxt = cur.replace(flush=flush)
+        except ConfigError:
+            return False
+        f = feature_of[stage]
+        if feature_value(nxt, f) in alternatives(cur, f):
+            return False
+        cur = nxt
+    return True
