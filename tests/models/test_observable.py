@@ -1088,3 +1088,44 @@ def test_carry_bound_of_gdfs_groups_is_tight() -> None:
     fda = AccumulatorConfig(in_format="e4m3", k=32, nfma=16, neab=2, scale_format="ue8m0",
                             scale_block=32)
     assert carry_needed(fda) == carry_needed(fda.replace(scale_format=None, scale_block=None))
+
+
+@pytest.mark.parametrize("fin,fout", [("binary16", "binary32"), ("bfloat16", "bfloat16"),
+                                      ("e4m3", "binary16"), ("e2m1", "bfloat16"),
+                                      ("e5m2xe4m3", "binary16"), ("tf32", "binary32")])
+def test_zero_sign_joined_only_where_every_zero_is_positive(fin: str, fout: str) -> None:
+    """proven_classes joins zero_sign 'ieee' and 'positive' where _zero_sign_hidden proves
+    them equal: with c late, no final rd, and the smallest product's quantum at or above
+    the output's smallest normal.  Wherever it joins them, both give the same bits on
+    pool rows, raw bit patterns and every zero sign; binary16 into binary32 with c late
+    under rz is joined, and with c early or under rd it is not."""
+    fa, _, fb = fin.partition("x")
+    joined = 0
+    for nfma, neab, norm, final, place, align in itertools.product(
+            (1, 4), (-10, 0, 3), ("denormalised", "normalised"), ("rz", "rne", "rd"),
+            ("early", "late"), ("rz", "rz_sticky")):
+        cfg = AccumulatorConfig(in_format=fa, b_format=fb or None, c_format=fout,
+                                out_format=fout, k=4, nfma=nfma, neab=neab,
+                                product_normalisation=norm, final_rounding=final,
+                                c_placement=place, align_rounding=align)
+        other = cfg.replace(zero_sign="positive")
+        if proven_classes([cfg, other]).tolist() != [0, 0]:
+            continue
+        joined += 1
+        assert place == "late" and final != "rd", cfg.describe()
+        a, b, c = _rows(cfg, 600, neab + 20)
+        zero = np.zeros_like(a)
+        for sa in (0, 1):  # signed zero products too: +-0 x anything
+            za = zero | (np.uint64(sa) << np.uint64(get_format(fa).bits - 1))
+            for x in (a, np.where(np.arange(cfg.k) % 2 == 0, za, a)):
+                assert (evaluate(cfg, x, b, c) == evaluate(other, x, b, c)).all(), \
+                    cfg.describe()
+    # products of binary16 (2^-28 at the least) and e2m1 (2^0) stay far above the output's
+    # smallest normal; those of bfloat16, tf32, e4m3 and e5m2 x e4m3 come within F of it
+    assert (joined > 0) == (fin in ("binary16", "e2m1")), joined
+    if fin == "binary16":
+        base = AccumulatorConfig(in_format="binary16", k=4, c_placement="late")
+        assert proven_classes([base, base.replace(zero_sign="positive")]).tolist() == [0, 0]
+        for other in (base.replace(c_placement="early"), base.replace(final_rounding="rd")):
+            assert proven_classes([other, other.replace(zero_sign="positive")]
+                                  ).tolist() == [0, 1]
