@@ -160,11 +160,11 @@ def run_float(cfg: AccumulatorConfig, a, b, c, scales=None,
             ce = np.maximum(_flog2(vc), acc_fmt.emin)
             emax = np.maximum(emax, np.where(vc != 0, ce, DEAD))
             live = emax != DEAD
-            emax = np.where(live, emax, 0)
-            # ldexp scales exactly (an inf/NaN term stays inf/NaN)
-            shift = F + int(sticky) - emax
-            x = _align(np.ldexp(p, shift[:, None]), amode)
-            xc = _align(np.ldexp(vc, shift), amode)
+            # an inf/NaN c or product has exponent 1024 in float64: keep the scale finite
+            emax = np.where(live, np.minimum(emax, 900), 0)
+            scale = _pow2(F + int(sticky) - emax)
+            x = _align(p * scale[:, None], amode)
+            xc = _align(vc * scale, amode)
             total = x.sum(1) + xc
             # any inf/NaN term makes the exact-float sum inf/NaN exactly as FDA step 1 says
             special = ~np.isfinite(total)
@@ -304,10 +304,10 @@ def _float_round(fmt: Format, total, unit, mode, zero_sign, p, flush,
     positive_zero: a non-zero total rounded or flushed to zero gives +0
     (formats.rounded_zero_sign, zero_sign 'positive')."""
     nz = total != 0
-    E = np.frexp(total)[1] - 1 + unit  # floor(log2 |total|) + unit where total != 0
+    E = _flog2(total) + unit
     Ec = np.maximum(E, fmt.emin)
     qe = Ec - (p - 1)
-    y = np.ldexp(total, unit - qe)  # exact: a power-of-two scaling within float64's range
+    y = total * _pow2(np.where(nz, unit - qe, 0))
     if mode == "rz":
         r = np.trunc(y)
     elif mode == "rd":
@@ -324,7 +324,7 @@ def _float_round(fmt: Format, total, unit, mode, zero_sign, p, flush,
         m = np.abs(t)
         m = np.where((t != y) & (np.fmod(m, 2.0) == 0), m + 1.0, m)
         r = np.copysign(m, y)
-    v = np.ldexp(r, qe)
+    v = r * _pow2(qe)
     v = np.where(np.abs(v) >= 2.0 ** (fmt.emax + 1), np.copysign(np.inf, total), v)
     zero = 0.0 if positive_zero else np.copysign(0.0, total)
     v = np.where(v == 0, zero, v)
