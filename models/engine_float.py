@@ -8,8 +8,9 @@ quantum is exact; the aligned integers are below 2**(F + 3) and their sum below 
 every addition is exact; the final rounding scales the exact sum by a power of two and
 rounds it to an integer, which is exact too.  Block scaling on FDA ([XWYY25] Sec. IV-C)
 multiplies each product by two scale factors: at most two more 4-bit significands, and
-magnitudes that stay within float64's normal range.  Special values, the late addition of c and
-the block order are shared with :mod:`.engine_int`.
+magnitudes that stay within float64's normal range.  CDNA3's FDRDA blocks ([XWYY25] Sec.
+IV-F, IV-H) of the same inputs follow the same argument (:func:`run_fdrda`).  Special
+values, the late addition of c and the block order are shared with :mod:`.engine_int`.
 """
 
 from __future__ import annotations
