@@ -151,11 +151,7 @@ def run_float(cfg: AccumulatorConfig, a, b, c, scales=None,
         for blk, (p, pe, emax, neg_any, neg_all) in enumerate(
                 block_products(cfg, a, b, memo, scales)):
             p_in = p  # the products before overflow: the input specials decide first
-            if cfg.product_overflow:
-                p = np.where(np.abs(p) >= 2.0 ** 128, p * np.inf, p)
-            if "products" in cfg.flush:
-                p = np.where(np.abs(p) < float(_B32.fmin), p * 0.0, p)
-                emax = np.where(p != 0, pe, DEAD).max(1)
+            p, emax = _unit_products(cfg, p, pe, emax)
             flush_c = ("inputs" if blk == 0 else "sums") in cfg.flush
             vc = _acc_float(acc_fmt, acc, flush_c)
             ce = np.maximum(_flog2(vc), acc_fmt.emin)
@@ -194,6 +190,18 @@ def run_float(cfg: AccumulatorConfig, a, b, c, scales=None,
     return _late_c(cfg, fout, fc, acc, c) if late else acc
 
 
+def _unit_products(cfg: AccumulatorConfig, p, pe, emax):
+    """(p, emax) after the unit's product stages: products of 2^128 or more overflow to
+    infinity (product_overflow) and products below binary32's smallest normal are flushed
+    to a signed zero (flush 'products')."""
+    if cfg.product_overflow:
+        p = np.where(np.abs(p) >= 2.0 ** 128, p * np.inf, p)
+    if "products" in cfg.flush:
+        p = np.where(np.abs(p) < float(_B32.fmin), p * 0.0, p)
+        emax = np.where(p != 0, pe, DEAD).max(1)
+    return p, emax
+
+
 def _align(x, amode: str) -> np.ndarray:
     """Terms already scaled to the alignment quantum (half of it with a sticky bit), rounded
     to integers as the alignment rounding says."""
@@ -226,11 +234,7 @@ def run_fdrda(cfg: AccumulatorConfig, a, b, c, memo: dict | None = None) -> np.n
     with np.errstate(invalid="ignore", over="ignore"):
         for p, pe, emax, neg_any, neg_all in block_products(cfg, a, b, memo):
             p_in = p  # the products before overflow: the input specials decide first
-            if cfg.product_overflow:
-                p = np.where(np.abs(p) >= 2.0 ** 128, p * np.inf, p)
-            if "products" in cfg.flush:
-                p = np.where(np.abs(p) < float(_B32.fmin), p * 0.0, p)
-                emax = np.where(p != 0, pe, DEAD).max(1)
+            p, emax = _unit_products(cfg, p, pe, emax)
             vc = _acc_float(_B32, acc, "inputs" in cfg.flush)
             raw = p.sum(1) + vc  # any inf/NaN term makes it inf/NaN, as FDA step 1 says
             special, spec_nan, spec_neg = ~np.isfinite(raw), np.isnan(raw), raw < 0
