@@ -1789,9 +1789,11 @@ def proven_classes(configs: list[AccumulatorConfig]) -> np.ndarray:
     only in late_rounding, which no engine reads unless a fused unit adds c late); two that
     differ in several flushing stages are joined when a path adding or removing one stage
     at a time has each step proven so (the configurations on the way need not be in the
-    list); classes are the transitive closure (equality of outputs is transitive).
-    Configurations the rules cannot join stay apart, so a class never holds two units that
-    some input tells apart, while two classes may still hold units no input tells apart.
+    list); and SFMA is joined with GPS of groups of one where both round the same exact
+    products (:func:`_sfma_is_gps`); classes are the transitive closure (equality of
+    outputs is transitive).  Configurations the rules cannot join stay apart, so a class
+    never holds two units that some input tells apart, while two classes may still hold
+    units no input tells apart.
 
     >>> from mmaprobe.models.config import AccumulatorConfig
     >>> late = AccumulatorConfig(in_format="e2m1", k=8, nfma=4, c_placement="late")
@@ -1838,6 +1840,14 @@ def proven_classes(configs: list[AccumulatorConfig]) -> np.ndarray:
             for j in members[n + 1:]:
                 if root(i) != root(j) and _flush_path_proven(configs[i], configs[j]):
                     parent[root(j)] = root(i)
+    # SFMA and GPS with groups of one product: the same chain of roundings where products
+    # are exact in binary32
+    gps = {dataclasses.replace(cfg, algorithm="sfma"): i for i, cfg in enumerate(configs)
+           if cfg.algorithm == "gps" and cfg.nfma == 1 and not cfg.flush}
+    for i, cfg in enumerate(configs):
+        j = gps.get(cfg) if cfg.algorithm == "sfma" else None
+        if j is not None and _sfma_is_gps(cfg):
+            parent[root(j)] = root(i)
     roots = [root(i) for i in range(len(configs))]
     first: dict[int, int] = {}
     return np.array([first.setdefault(r, len(first)) for r in roots], dtype=np.int64)
@@ -1876,6 +1886,23 @@ def _zero_sign_hidden(cfg: AccumulatorConfig) -> bool:
     if cfg.product_normalisation == "normalised":
         e -= fa.t + fb.t
     return e - cfg.frac_bits - (cfg.align_rounding == "rz_sticky") >= fout.emin
+
+
+def _sfma_is_gps(cfg: AccumulatorConfig) -> bool:
+    """Whether the SFMA unit cfg computes what GPS with groups of one product computes.
+
+    GPS ([XWYY25] Alg. 2, 3) rounds each product to binary32 (RNE), sums a group pairwise
+    and adds the group to d with one RNE rounding; with groups of one that is
+    d + fl32(a_k b_k).  SFMA's fused multiply-add rounds d + a_k b_k once, in the same
+    order.  They agree when every product is exact in binary32 -- at most 24 significand
+    bits, no bit below 2^-149, below 2^128 -- and both round to nearest even with no
+    flushing (GPS flushes all four stages or none; SFMA at most the output).
+    """
+    fa, fb = get_format(cfg.in_format), get_format(cfg.b_fmt)
+    return (cfg.final_rounding == "rne" and not cfg.flush and cfg.nan != "propagate"
+            and fa.p + fb.p <= _B32.p
+            and (fa.emin - fa.t) + (fb.emin - fb.t) >= _B32.emin - _B32.t
+            and (fa.emax + 1) + (fb.emax + 1) <= _B32.emax + 1)
 
 
 def _flush_path_proven(x: AccumulatorConfig, y: AccumulatorConfig) -> bool:

@@ -1129,3 +1129,24 @@ def test_zero_sign_joined_only_where_every_zero_is_positive(fin: str, fout: str)
         for other in (base.replace(c_placement="early"), base.replace(final_rounding="rd")):
             assert proven_classes([other, other.replace(zero_sign="positive")]
                                   ).tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("fin", ["binary16", "e4m3", "e2m1", "e5m2xe4m3", "bfloat16",
+                                 "tf32"])
+def test_sfma_joined_with_gps_of_one_only_where_products_are_exact(fin: str) -> None:
+    """SFMA and GPS with groups of one product are joined where every product is exact in
+    binary32 (binary16 and the fp8/fp4 formats), and there they agree on pool rows and raw
+    bit patterns; bfloat16 and tf32 products leave binary32's range, and some row tells
+    the two apart."""
+    fa, _, fb = fin.partition("x")
+    sfma = AccumulatorConfig(in_format=fa, b_format=fb or None, k=8, algorithm="sfma",
+                             nfma=1, final_rounding="rne")
+    gps = sfma.replace(algorithm="gps")
+    joined = proven_classes([sfma, gps]).tolist() == [0, 0]
+    assert joined == (fin not in ("bfloat16", "tf32"))
+    a, b, c = _rows(sfma, 2000, 3)
+    same = (evaluate(sfma, a, b, c) == evaluate(gps, a, b, c)).all()
+    assert same if joined else not same
+    # other roundings or flushing are never joined
+    assert proven_classes([sfma.replace(final_rounding="rz"),
+                           gps.replace(final_rounding="rz")]).tolist() == [0, 1]
