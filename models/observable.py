@@ -343,7 +343,38 @@ def rounding_exact(cfg: AccumulatorConfig) -> bool:
     if alignment_exact(cfg):
         bits = min(bits, b["e_sum"] + 1 - b["grid"])
         low_ok = low_ok or b["grid"] >= quantum
-    return bits <= p_out and low_ok
+    return (bits <= p_out and low_ok) or _block_sums_fit(cfg, b, p_out)
+
+
+def _block_sums_fit(cfg: AccumulatorConfig, b: dict[str, Any], p_out: int) -> bool:
+    """Whether every fused block result fits p_out bits on the output's grid, bounded by
+    the block's alignment exponent E rather than by F alone (rounding_exact's count).
+
+    A block holds n products (each at most pmax) and at most one other term X, c or an
+    earlier result, whose exponent is at most E, so |X| < 2^(E + 1).  Every term lies on
+    the grid 2^grid, and alignment keeps it a multiple of 2^q, q = E - F (- 1 with a
+    sticky bit), so the sum is a multiple of 2^Q, Q = max(q, grid), at most
+    B(E) = 2^(E + 1) + n pmax + (n + 1) 2^Q (each term rounded up by at most a quantum;
+    a carry wrap only lowers it).  It fits p_out bits when B(E) < 2^(Q + p_out).  Where
+    q <= grid, Q is fixed and B grows with E; where q >= grid, B(E) / 2^Q falls as E
+    grows: the worst E is grid + F (+ 1), clipped to the exponents the blocks align at.
+    e2m1 into binary32 at F = 12 with c late, 13 fraction bits kept: every block result
+    (at most 2^11 + 4 x 36 on the grid 2^-2 at E = 10) has 14 bits, though F + 2 + log2 5
+    counts 17.  The last block's result is the output, so it is never rounded.
+    """
+    if cfg.algorithm != "fused" or cfg.scale_format is not None:
+        return False
+    sticky = int(cfg.align_rounding == "rz_sticky")
+    shift = cfg.frac_bits + sticky
+    grid, fout = b["grid"], b["fout"]
+    if max(b["e_low"] - shift, grid) < fout.emin - (p_out - 1):
+        return False  # some block result may lie below the output's quantum
+    n = cfg.k // 2 if cfg.interleave == "pairs" else cfg.nfma
+    E = min(max(grid + shift, b["e_low"]), b["e_top"])
+    Q = max(E - shift, grid)
+    two = Fraction(2)
+    bound = two ** (E + 1) + n * b["pmax"] * two ** grid + (n + 1) * two ** Q
+    return bound < two ** (Q + p_out)
 
 
 def _scaled_sums_normal(cfg: AccumulatorConfig) -> bool:
@@ -1789,11 +1820,12 @@ def proven_classes(configs: list[AccumulatorConfig]) -> np.ndarray:
     only in late_rounding, which no engine reads unless a fused unit adds c late); two that
     differ in several flushing stages are joined when a path adding or removing one stage
     at a time has each step proven so (the configurations on the way need not be in the
-    list); and SFMA is joined with GPS of groups of one where both round the same exact
-    products (:func:`_sfma_is_gps`); classes are the transitive closure (equality of
-    outputs is transitive).  Configurations the rules cannot join stay apart, so a class
-    never holds two units that some input tells apart, while two classes may still hold
-    units no input tells apart.
+    list); two that differ only in out_frac_bits are joined where no block result is
+    rounded at either width (:func:`rounding_exact`); and SFMA is joined with GPS of
+    groups of one where both round the same exact products (:func:`_sfma_is_gps`); classes
+    are the transitive closure (equality of outputs is transitive).  Configurations the
+    rules cannot join stay apart, so a class never holds two units that some input tells
+    apart, while two classes may still hold units no input tells apart.
 
     >>> from mmaprobe.models.config import AccumulatorConfig
     >>> late = AccumulatorConfig(in_format="e2m1", k=8, nfma=4, c_placement="late")
@@ -1840,6 +1872,15 @@ def proven_classes(configs: list[AccumulatorConfig]) -> np.ndarray:
             for j in members[n + 1:]:
                 if root(i) != root(j) and _flush_path_proven(configs[i], configs[j]):
                     parent[root(j)] = root(i)
+    # the output's kept precision, where every block result fits both widths (nothing is
+    # rounded; a late c is added at the output format's own precision)
+    groups = {}
+    for i, cfg in enumerate(configs):
+        if cfg.operands[1:] == (None, None) and rounding_exact(cfg):
+            groups.setdefault(_without(cfg, "out_frac_bits"), []).append(i)
+    for members in groups.values():
+        for i in members[1:]:
+            parent[root(i)] = root(members[0])
     # SFMA and GPS with groups of one product: the same chain of roundings where products
     # are exact in binary32
     gps = {dataclasses.replace(cfg, algorithm="sfma"): i for i, cfg in enumerate(configs)

@@ -23,6 +23,7 @@ from mmaprobe.models.observable import (
     carry_needed,
     late_pairs_normalisation_exact,
     proven_classes,
+    rounding_exact,
 )
 from mmaprobe.models.rows import pool_rows
 from mmaprobe.models.sampling import pack_scales
@@ -1150,3 +1151,61 @@ def test_sfma_joined_with_gps_of_one_only_where_products_are_exact(fin: str) -> 
     # other roundings or flushing are never joined
     assert proven_classes([sfma.replace(final_rounding="rz"),
                            gps.replace(final_rounding="rz")]).tolist() == [0, 1]
+
+
+def _carry_rows(cfg: AccumulatorConfig, n: int, seed: int):
+    """Rows whose c and block sums sit just below powers of two (the carries that make a
+    block result one or two binades wider): every product the largest of a's format or a
+    random one, c = +-(2^j - 2^(j - s)) for j over the products' range."""
+    rng = np.random.default_rng(seed)
+    fa, fc = get_format(cfg.in_format), get_format(cfg.c_format)
+    top = fa.exact_bits(fa.fmax)
+    a = np.where(rng.random((n, cfg.k)) < 0.6, np.uint64(top),
+                 rng.integers(0, 1 << fa.bits, size=(n, cfg.k)).astype(np.uint64))
+    b = np.where(rng.random((n, cfg.k)) < 0.6, np.uint64(top),
+                 rng.integers(0, 1 << fa.bits, size=(n, cfg.k)).astype(np.uint64))
+    c = np.array([fc.exact_bits((-1) ** int(rng.integers(2))
+                                * (Fraction(2) ** int(j) - Fraction(2) ** int(j - s)))
+                  for j, s in zip(rng.integers(-4, 14, size=n), rng.integers(1, 25, size=n))],
+                 dtype=np.uint64)
+    return a, b, c
+
+
+def test_block_sums_that_fit_the_kept_bits_join_the_output_precision() -> None:
+    """rounding_exact bounds a block result by its alignment exponent E (an earlier result
+    below 2^(E + 1) beside n products): e2m1 into binary32 at F = 12 with c late keeps 13
+    fraction bits or 23 to the same effect, since no block result has more than 14 bits.
+    Everywhere it claims so (e2m1, K = 16, every nfma, F 6..14, 5..13 kept bits, c early
+    and late), another kept width and another final rounding (not rd: the sign of x - x)
+    give the same bits on pool rows, raw bit patterns and rows of carries.  With c early
+    and blocks of one product it claims nothing at F = 12, and c = 2 - 2^-12 beside a last
+    product 2.25 shows why: 4.25 - 2^-12 has 15 bits."""
+    late = AccumulatorConfig(in_format="e2m1", k=64, nfma=4, neab=-11, c_placement="late")
+    assert rounding_exact(late.replace(out_frac_bits=13))
+    assert proven_classes([late, late.replace(out_frac_bits=13)]).tolist() == [0, 0]
+    claims = 0
+    for nfma, F, kept, place in itertools.product((1, 2, 4, 16), range(6, 15), range(5, 14),
+                                                 ("early", "late")):
+        cfg = AccumulatorConfig(in_format="e2m1", k=16, nfma=nfma, neab=F - 23,
+                                c_placement=place, out_frac_bits=kept)
+        if not rounding_exact(cfg):
+            continue
+        claims += 1
+        a, b, c = _rows(cfg, 300, F + kept)
+        ca, cb, cc = _carry_rows(cfg, 300, F * kept)
+        a, b, c = np.concatenate([a, ca]), np.concatenate([b, cb]), np.concatenate([c, cc])
+        want = evaluate(cfg, a, b, c)
+        for other in (cfg.replace(out_frac_bits=None, final_rounding="rne"),
+                      cfg.replace(final_rounding="ru")):
+            bad = np.flatnonzero(evaluate(other, a, b, c) != want)
+            assert not len(bad), f"{cfg.describe()} vs {other.describe()}: row {bad[0]}"
+    assert claims > 100, claims
+    early = AccumulatorConfig(in_format="e2m1", k=64, nfma=1, neab=-11)
+    assert not rounding_exact(early.replace(out_frac_bits=13))
+    fa, fc = get_format("e2m1"), get_format("binary32")
+    a = np.zeros((1, 64), dtype=np.uint64)
+    a[0, 63] = fa.exact_bits(Fraction(3, 2))
+    c = np.array([fc.exact_bits(2 - Fraction(1, 4096))], dtype=np.uint64)
+    got = [fc.to_fraction(int(evaluate(x, a, a, c)[0]))
+           for x in (early, early.replace(out_frac_bits=13))]
+    assert got == [Fraction(17, 4) - Fraction(1, 4096), Fraction(17, 4) - Fraction(1, 2048)]
