@@ -167,14 +167,7 @@ def run_float(cfg: AccumulatorConfig, a, b, c, scales=None,
             special = ~np.isfinite(total)
             any_special = special.any()
             if any_special:
-                spec_nan, spec_neg = np.isnan(total), total < 0
-                if cfg.product_overflow:
-                    # FDRDA steps 1-3 (reference._specials): where an input is inf or NaN,
-                    # overflowing products do not count
-                    raw = p_in.sum(1) + vc
-                    insp = ~np.isfinite(raw)
-                    spec_nan = np.where(insp, np.isnan(raw), spec_nan)
-                    spec_neg = np.where(insp, raw < 0, spec_neg)
+                special, spec_nan, spec_neg = _special_rows(cfg, total, p_in, vc)
                 total = np.where(special, 0.0, total)
             unit = emax - F - int(sticky)
             if cfg.carry_bits is not None:
@@ -236,14 +229,8 @@ def run_fdrda(cfg: AccumulatorConfig, a, b, c, memo: dict | None = None) -> np.n
             p_in = p  # the products before overflow: the input specials decide first
             p, emax = _unit_products(cfg, p, pe, emax)
             vc = _acc_float(_B32, acc, "inputs" in cfg.flush)
-            raw = p.sum(1) + vc  # any inf/NaN term makes it inf/NaN, as FDA step 1 says
-            special, spec_nan, spec_neg = ~np.isfinite(raw), np.isnan(raw), raw < 0
-            if cfg.product_overflow:
-                # where an input is inf or NaN, overflowing products do not count
-                raw_in = p_in.sum(1) + vc
-                insp = ~np.isfinite(raw_in)
-                spec_nan = np.where(insp, np.isnan(raw_in), spec_nan)
-                spec_neg = np.where(insp, raw_in < 0, spec_neg)
+            special, spec_nan, spec_neg = _special_rows(cfg, p.sum(1) + vc, p_in, vc)
+            any_special = special.any()
             pf = np.where(np.isfinite(p), p, 0.0)
             vcf = np.where(special, 0.0, vc)
             if halves is None:
@@ -280,8 +267,24 @@ def run_fdrda(cfg: AccumulatorConfig, a, b, c, memo: dict | None = None) -> np.n
                                  cfg.zero_sign)
             d = _float_round(_B32, total, unit, mode, zs, p_out, "output" in cfg.flush,
                              cfg.zero_sign == "positive")
-            acc = _apply_specials(cfg, _B32, d, spec_nan, special & ~spec_nan, spec_neg)
+            acc = (_apply_specials(cfg, _B32, d, spec_nan, special & ~spec_nan, spec_neg)
+                   if any_special else d)
     return acc
+
+
+def _special_rows(cfg: AccumulatorConfig, total, p_in, vc):
+    """(special, nan, negative): the rows whose sum of terms is infinite or NaN (any inf/NaN
+    term makes the float64 sum so, as FDA step 1 says), which of them are NaN, and the sign
+    of the others.  With product_overflow, where an input is inf or NaN the overflowing
+    products do not count (FDRDA steps 1-3, reference._specials): p_in are the products
+    before the overflow stage, vc the accumulator or c."""
+    special, nan, neg = ~np.isfinite(total), np.isnan(total), total < 0
+    if cfg.product_overflow:
+        raw = p_in.sum(1) + vc
+        insp = ~np.isfinite(raw)
+        nan = np.where(insp, np.isnan(raw), nan)
+        neg = np.where(insp, raw < 0, neg)
+    return special, nan, neg
 
 
 def _fixed_sum(cfg: AccumulatorConfig, p, emax, amode: str) -> np.ndarray:
