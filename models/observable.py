@@ -19,9 +19,12 @@ here), but never pass on one that some input would reveal.  The bounds:
   ``emax - F`` for the largest possible alignment exponent ``emax``: then neab (beyond that
   F), the alignment rounding and the product normalisation change nothing;
 * a block result needs at most ``F + 2 + ceil(log2 n)`` bits (one more with a sticky bit,
-  fewer when alignment is exact and the sum is bounded): when the output holds that many
-  and the result's quantum never falls below the output's subnormal quantum, the final
-  rounding only shows in the sign of an exact zero (round-down gives -0);
+  fewer when alignment is exact and the sum is bounded, or when an earlier result below
+  ``2^(E + 1)`` sits beside n products that are small against it): when the output holds
+  that many and the result's quantum never falls below the output's subnormal quantum,
+  the final rounding only shows in the sign of an exact zero (round-down gives -0), and
+  the output's kept precision does not show at all; at K = 2 with c late and a, b of at
+  most 8 bits, one row per pair of product classes decides the final rounding exactly;
 * when every block is exact in that sense, the block structure (nfma, interleaving) only
   reorders exact additions and is not observable either;
 * the sum of a block's aligned terms stays below ``2^(emax + 2 + carry_bits)`` (no wrap)
@@ -735,6 +738,80 @@ def _valid(cfg: AccumulatorConfig, **change: Any) -> AccumulatorConfig | None:
     return alt
 
 
+#: the most rows :func:`_two_products_late_roundings` evaluates (pairs of product classes)
+_PAIR_ROWS_MAX = 100_000
+
+
+@functools.lru_cache(maxsize=64)
+def _product_classes(fa_name: str, fb_name: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """One (a, b) pair of bit patterns per class of products a unit cannot tell apart: the
+    same sign, significand product, sum of exponent fields and subnormal factors (what
+    every engine reads of a product: its value, its alignment exponent, and what a flush
+    of inputs removes), or the same zero or special value.  None for formats of more than
+    8 bits."""
+    fa, fb = get_format(fa_name), get_format(fb_name)
+    if fa.bits > 8 or fb.bits > 8:
+        return None
+    reps: dict[tuple, tuple[int, int]] = {}
+    for x in fa.all_patterns():
+        for y in fb.all_patterns():
+            reps.setdefault(_product_class_key(fa, fb, x, y), (x, y))
+    pairs = np.array(list(reps.values()), dtype=np.uint64)
+    return pairs[:, 0], pairs[:, 1]
+
+
+def _product_class_key(fa: Format, fb: Format, x: int, y: int) -> tuple:
+    """The class of the product of patterns x (a's format) and y (b's): see
+    :func:`_product_classes`."""
+    ca, sa, ga, ea = fa.decode(x)
+    cb, sb, gb, eb = fb.decode(y)
+    suba, subb = ca == "finite" and ga < 1 << fa.t, cb == "finite" and gb < 1 << fb.t
+    if ca in ("nan", "inf") or cb in ("nan", "inf"):
+        return (ca, cb, sa, sb)
+    if ga * gb == 0:
+        return ("zero", sa ^ sb, suba, subb)
+    return (sa ^ sb, ga * gb, ea + eb, suba, subb)
+
+
+@functools.lru_cache(maxsize=1024)
+def _two_products_late_roundings(cfg: AccumulatorConfig) -> dict[str, int] | None:
+    """Exhaustively, for a fused unit of K = 2 that adds c late (no scale factors, a and
+    b of at most 8 bits, few enough classes of products): each final rounding the
+    configuration accepts -> a label, equal where the two roundings give the same output
+    on every input.  None where this does not apply.
+
+    With c late the output is d + c, rounded by late_rounding, where d, the result of the
+    blocks, depends only on the two products (one row per pair of
+    :func:`_product_classes`).  c = -0 (+0 under a late rd) keeps d whole, the sign of a
+    zero too, so two roundings give the same output for every c exactly when they give
+    the same output on these rows.  e2m1 into bfloat16: every sum of two products fits 8
+    bits, so only the sign of x - x under rd shows; bounds of F alone count 16 bits."""
+    if not (cfg.k == 2 and cfg.algorithm == "fused" and cfg.c_placement == "late"
+            and cfg.scale_format is None):
+        return None
+    reps = _product_classes(cfg.in_format, cfg.b_fmt)
+    if reps is None or len(reps[0]) ** 2 > _PAIR_ROWS_MAX:
+        return None
+    from .accumulator import evaluate  # the model itself decides; imported here, not above
+    i, j = np.divmod(np.arange(len(reps[0]) ** 2), len(reps[0]))
+    a = np.stack([reps[0][i], reps[0][j]], axis=1)
+    b = np.stack([reps[1][i], reps[1][j]], axis=1)
+    fc = get_format(cfg.c_format)
+    c = np.full(len(a), fc.zero_bits(int(cfg.late_rounding != "rd")), dtype=np.uint64)
+    labels: dict[str, int] = {}
+    outs: list[np.ndarray] = []
+    for v in ROUNDING_MODES:
+        alt = _valid(cfg, final_rounding=v)
+        if alt is None:
+            continue
+        d = evaluate(alt, a, b, c)
+        same = [n for n, o in enumerate(outs) if np.array_equal(o, d)]
+        if not same:
+            outs.append(d)
+        labels[v] = same[0] if same else len(outs) - 1
+    return labels
+
+
 def _zero_sign_shows(cfg: AccumulatorConfig) -> bool:
     """Whether a block's zero shows how it came about (IEEE 754 Sec. 6.3): an exact zero
     sum is -0 under round-down, and a non-zero sum rounded or flushed to zero keeps its
@@ -851,6 +928,9 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
                 return ()
             rd = cfg.final_rounding == "rd"
             return tuple(v for v in ROUNDING_MODES if (v == "rd") != rd)
+        seen = _two_products_late_roundings(cfg)
+        if seen is not None:
+            return tuple(v for v in seen if seen[v] != seen[cfg.final_rounding])
         return tuple(v for v in ROUNDING_MODES if v != cfg.final_rounding)
     if feature in _FLUSH_OF:
         stage = _FLUSH_OF[feature]

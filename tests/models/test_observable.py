@@ -19,6 +19,8 @@ from mmaprobe.models.observable import (
     CHECKED_FEATURES,
     NEAB_VALUES,
     _directed_pairs_exact,
+    _product_class_key,
+    _product_classes,
     alternatives,
     carry_needed,
     late_pairs_normalisation_exact,
@@ -1209,3 +1211,43 @@ def test_block_sums_that_fit_the_kept_bits_join_the_output_precision() -> None:
     got = [fc.to_fraction(int(evaluate(x, a, a, c)[0]))
            for x in (early, early.replace(out_frac_bits=13))]
     assert got == [Fraction(17, 4) - Fraction(1, 4096), Fraction(17, 4) - Fraction(1, 2048)]
+
+
+
+@pytest.mark.parametrize("nfma,neab,flush,norm", [(1, 0, (), "denormalised"),
+                                                   (2, -10, ("inputs",), "denormalised"),
+                                                   (2, 2, (), "normalised"),
+                                                   (1, -10, ("output",), "normalised")])
+def test_two_late_products_final_rounding_by_every_pair_of_products(nfma, neab, flush,
+                                                                     norm) -> None:
+    """At K = 2 with c late, _two_products_late_roundings evaluates one row per pair of
+    product classes.  The classes are sound: on every pair of e2m1 bit patterns (65 536
+    rows) each gives its class representatives' output.  e2m1 into bfloat16: every sum of
+    two products fits 8 bits, so the final rounding shows only through rd's zero sign
+    (the bound of F alone counts 16 bits), which pool rows with any c confirm; e2m3 x
+    e2m1 products span more (45 + 0.375 = 101101.011b has 9 bits) and every rounding is
+    its own."""
+    cfg = AccumulatorConfig(in_format="e2m1", k=2, nfma=nfma, neab=neab, c_placement="late",
+                            out_format="bfloat16", c_format="bfloat16", flush=flush,
+                            product_normalisation=norm)
+    fa = get_format("e2m1")
+    pats = [int(x) for x in fa.all_patterns()]
+    ra, rb = _product_classes("e2m1", "e2m1")
+    rep = {_product_class_key(fa, fa, int(x), int(y)): (x, y) for x, y in zip(ra, rb)}
+    pairs = list(itertools.product(pats, pats))
+    cls = np.array([rep[_product_class_key(fa, fa, x, y)] for x, y in pairs], dtype=np.uint64)
+    own = np.array(pairs, dtype=np.uint64)
+    i, j = np.divmod(np.arange(len(pairs) ** 2), len(pairs))
+    c = np.full(len(i), get_format("bfloat16").zero_bits(1), dtype=np.uint64)
+    got = evaluate(cfg, np.stack([own[i, 0], own[j, 0]], 1), np.stack([own[i, 1], own[j, 1]], 1),
+                   c)
+    via = evaluate(cfg, np.stack([cls[i, 0], cls[j, 0]], 1), np.stack([cls[i, 1], cls[j, 1]], 1),
+                   c)
+    assert (got == via).all()
+    assert alternatives(cfg, "final_rounding") == ("rd",)
+    rows = _rows(cfg, 1500, nfma - neab)
+    want = evaluate(cfg, *rows)
+    for v in ("rne", "ru", "rna", "ro"):
+        assert (evaluate(cfg.replace(final_rounding=v), *rows) == want).all(), v
+    mixed = cfg.replace(in_format="e2m3", b_format="e2m1")
+    assert set(alternatives(mixed, "final_rounding")) == {"rne", "rd", "ru", "rna", "ro"}
