@@ -1402,3 +1402,52 @@ def test_final_rounding_on_the_subnormal_grid_of_a_mixed_pair(tmp_path) -> None:
     assert [out(r, 5) for r in ("rz", "rne", "ru", "rna")] == [2, 2, 3, 3]
     _decided_by(tmp_path, SUBNORMAL_SIDES_F13, ("final-rounding-subnormal-sides",),
                 "final_rounding", "binary16xbfloat16-f13-binary32")
+
+
+TOP_TIE_SIDES = """\
+id: e2m3xe2m1-k2-bfloat16
+formats: {in: e2m3, c: bfloat16, out: bfloat16}
+k: [2]
+fixed: {algorithm: fused, b_format: e2m1, c_placement: late}
+vary:
+  nfma: [1, 2]
+  neab: [-10, 0]
+  final_rounding: [rz, rne, rd, ru, rna, ro]
+  align_rounding: [rz, rne]
+---
+id: e2m3xe2m1-k4-binary16
+formats: {in: e2m3, c: binary16, out: binary16}
+k: [4]
+fixed: {algorithm: fused, b_format: e2m1, c_placement: late}
+vary:
+  nfma: [1, 2, 4]
+  neab: [-10, 0]
+  final_rounding: [rz, rne, rd, ru, rna, ro]
+"""
+
+
+def test_final_rounding_on_a_tie_beside_the_top_products_of_a_mixed_pair(tmp_path) -> None:
+    # e2m3 x e2m1 (Blackwell f8f6f4): the largest product 7.5 x 6 = 45 = 101101b beside
+    # 0.75 x 0.5 = 0.375 is 101101.011b, a tie of bfloat16's grid (spacing 1/4 from 32)
+    # whose lower neighbour 45.25 is odd: rz keeps it, rne goes to 45.5; beside
+    # 0.25 x 0.5 = 0.125 the lower neighbour 45 is even, which rne keeps and round-to-odd
+    # leaves.  At K = 4 into binary16 three of them, 135, sit on a grid of spacing 1/8:
+    # 135 + 0.1875 rounds to 135.125 or 135.25, 135 + 0.0625 to 135 or 135.125.
+    e2m3, e2m1 = get_format("e2m3"), get_format("e2m1")
+
+    def out(fout, k, rounding, small):
+        cfg = AccumulatorConfig(in_format="e2m3", b_format="e2m1", k=k, nfma=1, neab=-10,
+                                c_format=fout, out_format=fout, c_placement="late",
+                                final_rounding=rounding)
+        # k - 1 top products 7.5 x 6, then the small one
+        a = [e2m3.exact_bits(Fraction(15, 2))] * (k - 1) + [e2m3.exact_bits(small)]
+        b = [e2m1.exact_bits(6)] * (k - 1) + [e2m1.exact_bits(Fraction(1, 2))]
+        return get_format(fout).to_fraction(reference_dot(cfg, a, b, 0))
+    q = Fraction(1, 4)
+    assert [out("bfloat16", 2, r, Fraction(3, 4)) for r in ("rz", "rne")] == [45 + q, 45 + 2 * q]
+    assert [out("bfloat16", 2, r, Fraction(1, 4)) for r in ("rne", "ro")] == [45, 45 + q]
+    e = Fraction(1, 8)
+    assert [out("binary16", 4, r, Fraction(3, 8)) for r in ("rz", "rne")] == [135 + e, 135 + 2 * e]
+    assert [out("binary16", 4, r, Fraction(1, 8)) for r in ("rne", "ro")] == [135, 135 + e]
+    _decided_by(tmp_path, TOP_TIE_SIDES, ("final-rounding-top-tie-sides",), "final_rounding",
+                "e2m3xe2m1-k2-bfloat16", also=(("final_rounding", "e2m3xe2m1-k4-binary16"),))
