@@ -61,6 +61,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .accumulator import evaluate
 from .config import (
     ALGORITHMS,
     ALIGN_ROUNDINGS,
@@ -792,7 +793,6 @@ def _two_products_late_roundings(cfg: AccumulatorConfig) -> dict[str, int] | Non
     reps = _product_classes(cfg.in_format, cfg.b_fmt)
     if reps is None or len(reps[0]) ** 2 > _PAIR_ROWS_MAX:
         return None
-    from .accumulator import evaluate  # the model itself decides; imported here, not above
     i, j = np.divmod(np.arange(len(reps[0]) ** 2), len(reps[0]))
     a = np.stack([reps[0][i], reps[0][j]], axis=1)
     b = np.stack([reps[1][i], reps[1][j]], axis=1)
