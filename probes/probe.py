@@ -186,7 +186,8 @@ class Probe:
             return False
         for role, name in zip(FORMAT_ROLES, (fin, fc, fout)):
             allowed = self.formats.get(role)
-            if allowed is not None and name not in allowed:
+            # a pair's virtual carrier "A~B" (probes/port.py) is of the formats it joins
+            if allowed is not None and not all(n in allowed for n in name.split("~")):
                 return False
         if self.ks is not None and k not in self.ks:
             return False
