@@ -1451,3 +1451,167 @@ def test_final_rounding_on_a_tie_beside_the_top_products_of_a_mixed_pair(tmp_pat
     assert [out("binary16", 4, r, Fraction(1, 8)) for r in ("rne", "ro")] == [135, 135 + e]
     _decided_by(tmp_path, TOP_TIE_SIDES, ("final-rounding-top-tie-sides",), "final_rounding",
                 "e2m3xe2m1-k2-bfloat16", also=(("final_rounding", "e2m3xe2m1-k4-binary16"),))
+
+
+def _dot(fa: str, fb: str, fout: str, k: int, av, bv, c=0, **cfg) -> Fraction:
+    """reference_dot on values: a in fa, b in fb, c and the output in fout (k products, the
+    rest +0)."""
+    conf = AccumulatorConfig(in_format=fa, b_format=None if fb == fa else fb, k=k,
+                             c_format=fout, out_format=fout, **cfg)
+    a = [get_format(fa).exact_bits(Fraction(x)) for x in av] + [0] * (k - len(av))
+    b = [get_format(fb).exact_bits(Fraction(x)) for x in bv] + [0] * (k - len(bv))
+    return get_format(fout).to_fraction(
+        reference_dot(conf, a, b, get_format(fout).exact_bits(Fraction(c))))
+
+
+TIE_BOTH = """\
+id: e2m1-2t-binary16-f23
+formats: {in: e2m1, c: binary16, out: binary16}
+k: [4]
+fixed: {algorithm: fused, nfma: 1, neab: 0, c_placement: early}
+vary:
+  final_rounding: [rne, rna]
+  align_rounding: [rz, rd, rne, rz_sticky]
+---
+# under ru round-down alignment stays undecided against round-to-nearest (both land c =
+# -(2h - q/2) on the grid point P - 2h, and the quarter-quantum tails that split them lie
+# below binary16's smallest subnormal): a known gap
+id: e2m1-2t-binary16-f23-ru
+formats: {in: e2m1, c: binary16, out: binary16}
+k: [4]
+fixed: {algorithm: fused, nfma: 1, neab: 0, c_placement: early, final_rounding: ru}
+vary:
+  align_rounding: [rz, rne, rz_sticky]
+"""
+
+
+def test_half_quantum_ties_beside_the_smallest_subnormal_product(tmp_path) -> None:
+    # e2m1 into binary16 at F = 23: 0.5 x 0.5 = 0.25 has exponent field 0, two binades above
+    # its value, so the quantum is 2^-23; c = -(2^-14 + 2^-24) puts the sum a half quantum
+    # below the midpoint 0.25 - 2^-14, which truncation drops (the tie goes to the even 0.25)
+    # and round-down alignment floors (0.25 - 2^-13)
+    def out(align, rounding="rne", c=-(Fraction(1, 2**14) + Fraction(1, 2**24))):
+        return _dot("e2m1", "e2m1", "binary16", 4, [0.5], [0.5], c, nfma=1, neab=0,
+                    align_rounding=align, final_rounding=rounding)
+    assert [out(r) for r in ("rz", "rne", "rd", "rz_sticky")] == [
+        Fraction(1, 4), Fraction(1, 4), Fraction(2047, 8192), Fraction(2047, 8192)]
+    # under rna, c = 2^-13 - 2^-24 lies below the midpoint 0.25 + 2^-13: only a
+    # round-to-nearest alignment lifts it to the tie, which rna takes away
+    near = Fraction(1, 2**13) - Fraction(1, 2**24)
+    assert [out(r, "rna", near) for r in ("rz", "rne")] == [Fraction(1, 4),
+                                                            Fraction(1, 4) + Fraction(1, 2**12)]
+    _decided_by(tmp_path, TIE_BOTH, ("align-rounding-2t-subnormal-near-tie-both",
+                                     "align-rounding-2t-subnormal-ru-tie-both",
+                                     "align-rounding-2t-subnormal-rna-tie-both"),
+                "align_rounding", "e2m1-2t-binary16-f23",
+                also=(("align_rounding", "e2m1-2t-binary16-f23-ru"),))
+
+
+LATE_TIES = """\
+id: e3m2-late-binary16
+formats: {in: e3m2, c: binary16, out: binary16}
+k: [4]
+fixed: {algorithm: fused, nfma: 1, c_placement: late, final_rounding: rne}
+vary:
+  neab: [-8, 0, 2]
+  align_rounding: [rz, rd, rne]
+---
+id: e3m2xe4m3-late-binary32
+formats: {in: e3m2, c: binary32, out: binary32}
+k: [4]
+fixed: {algorithm: fused, b_format: e4m3, nfma: 1, neab: 0, c_placement: late,
+        final_rounding: rne}
+vary:
+  align_rounding: [rz, rd, rne]
+---
+id: e2m1xe3m2-late-binary16
+formats: {in: e2m1, c: binary16, out: binary16}
+k: [4]
+fixed: {algorithm: fused, b_format: e3m2, c_placement: late, final_rounding: rne}
+vary:
+  nfma: [1, 2]
+  neab: [0, 2]
+  align_rounding: [rz, rd]
+"""
+
+
+def test_late_two_term_f_read_through_ties_the_products_build(tmp_path) -> None:
+    # c late, blocks of one product (rne): e3m2 into binary16, 0.25 + 2^-8 summed by two
+    # blocks beside 784 = 28 x 28: the tail 2^-8 breaks the tie 784.25 only while F >= 16
+    def e3m2(neab):
+        return _dot("e3m2", "e3m2", "binary16", 4, [0.5, 0.0625, 28], [0.5, 0.0625, 28],
+                    nfma=1, neab=neab, c_placement="late", final_rounding="rne")
+    assert [e3m2(n) for n in (-8, -7, 0)] == [784, Fraction(1569, 2), Fraction(1569, 2)]
+    # e3m2 x e4m3 into binary32: 2^12 + 2^-11 (odd) and then 2^-12, a tie kept from F = 24
+    def pair(neab):
+        return _dot("e3m2", "e4m3", "binary32", 4, [16, 2**-3, 2**-4], [256, 2**-8, 2**-8],
+                    nfma=1, neab=neab, c_placement="late", final_rounding="rne")
+    assert [pair(n) for n in (-1, 0, 1)] == [4096, 4096 + Fraction(1, 2**11),
+                                             4096 + Fraction(1, 2**10)]
+    # e2m1 x e3m2 into binary16: twice 6 x 28 = 336, then 0.5 x 0.3125 = 2^-3 + 2^-5, a tie
+    # above 336 plus a tail kept from F = 13
+    def top(neab):
+        return _dot("e2m1", "e3m2", "binary16", 4, [6, 6, 0.5], [28, 28, 0.3125],
+                    nfma=1, neab=neab, c_placement="late", final_rounding="rne")
+    assert [top(n) for n in (-11, -10)] == [336, 336 + Fraction(1, 4)]
+    _decided_by(tmp_path, LATE_TIES, ("neab-2t-late-acc-rne", "neab-2t-late-output-tie-sides",
+                                      "neab-2t-top-sum-tie-b"),
+                "neab", "e3m2-late-binary16",
+                also=(("neab", "e3m2xe4m3-late-binary32"), ("neab", "e2m1xe3m2-late-binary16")))
+
+
+TAILS_AND_STICKY = """\
+id: e3m2xe4m3-blocks-late-bfloat16
+formats: {in: e3m2, c: bfloat16, out: bfloat16}
+k: [4]
+fixed: {algorithm: fused, b_format: e4m3, nfma: 2, neab: 0, c_placement: late,
+        final_rounding: rne}
+vary:
+  align_rounding: [rz, rd, rne, rz_sticky]
+---
+id: e3m2-top-tail-binary32
+formats: {in: e3m2, c: binary32, out: binary32}
+k: [4]
+fixed: {algorithm: fused, nfma: 1, neab: -10, c_placement: late}
+vary:
+  final_rounding: [rz, rne]
+  align_rounding: [rz, rd, rne, rz_sticky]
+---
+id: e2m1-sticky-binary32
+formats: {in: e2m1, c: binary32, out: binary32}
+k: [4]
+fixed: {algorithm: fused, nfma: 1, neab: 2, align_rounding: rz_sticky, final_rounding: rne}
+vary:
+  product_normalisation: [denormalised, normalised]
+"""
+
+
+def test_alignment_rounding_and_normalisation_from_product_tails(tmp_path) -> None:
+    # e3m2 x e4m3 into bfloat16, blocks of two (c late, rne, F = 23): 2^12 + 2^5 (odd), then
+    # 2^4 (the tie) and -2^-12 (half the quantum 2^-11): truncation leaves the tie, which
+    # goes to the even 2^12 + 2^6; round-down alignment falls below it
+    def blocks(align):
+        return _dot("e3m2", "e4m3", "bfloat16", 4, [16, 2, 1, -0.125], [256, 16, 16, 2**-9],
+                    nfma=2, neab=0, c_placement="late", final_rounding="rne",
+                    align_rounding=align)
+    assert [blocks(r) for r in ("rz", "rd")] == [4096 + 64, 4096 + 32]
+    # e3m2 into binary32 at F = 13 (c late): 256 beside -3 x 2^-7, three quarters of the
+    # quantum 2^-5, which the output holds whatever the alignment leaves of it
+    def tail(align):
+        return _dot("e3m2", "e3m2", "binary32", 4, [16, -0.1875], [16, 0.125], nfma=1,
+                    neab=-10, c_placement="late", align_rounding=align)
+    assert [tail(r) for r in ("rz", "rd", "rne", "rz_sticky")] == [
+        256, 256 - Fraction(1, 32), 256 - Fraction(1, 32), 256 - Fraction(1, 64)]
+    # e2m1 into binary32 at F = 25 with a sticky bit: -1 = -2 x 0.5 is aligned at exponent 1
+    # when denormalised, so c = 3 x 2^-26 becomes the sticky half 2^-25: the midpoint, to -1
+    def sticky(norm):
+        return _dot("e2m1", "e2m1", "binary32", 4, [-2], [0.5], Fraction(3, 2**26), nfma=1,
+                    neab=2, align_rounding="rz_sticky", final_rounding="rne",
+                    product_normalisation=norm)
+    assert [sticky(n) for n in ("denormalised", "normalised")] == [-1, -1 + Fraction(1, 2**24)]
+    _decided_by(tmp_path, TAILS_AND_STICKY, ("align-rounding-late-blocks-tie-sides",
+                                             "align-rounding-top-tail",
+                                             "product-normalisation-sticky-subnormal-tie"),
+                "align_rounding", "e3m2xe4m3-blocks-late-bfloat16",
+                also=(("align_rounding", "e3m2-top-tail-binary32"),
+                      ("product_normalisation", "e2m1-sticky-binary32")))
