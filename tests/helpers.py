@@ -25,12 +25,14 @@ def bits_of(fmt, x) -> int:
 
 
 def run_row(cfg, a, b, c=0):
-    """d for one row (a, b padded with zeros to k), checked on both engines; returns bits."""
+    """d for one row (a in a's format, b in b's, padded with zeros to k), checked on both
+    engines; returns bits."""
     if isinstance(cfg, str):
         cfg = get_preset(cfg).config
-    fin, fc = get_format(cfg.in_format), get_format(cfg.c_format)
+    fin, fb, fc = (get_format(cfg.in_format), get_format(cfg.b_fmt),
+                   get_format(cfg.c_format))
     a = [bits_of(fin, x) for x in a] + [0] * (cfg.k - len(a))
-    b = [bits_of(fin, x) for x in b] + [0] * (cfg.k - len(b))
+    b = [bits_of(fb, x) for x in b] + [0] * (cfg.k - len(b))
     cb = bits_of(fc, c)
     ref = reference_dot(cfg, a, b, cb)
     fast = int(evaluate(cfg, np.array([a], np.uint64), np.array([b], np.uint64),

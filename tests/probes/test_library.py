@@ -22,6 +22,8 @@ from mmaprobe.probes.library import library_files, load_probes, load_text
 from mmaprobe.probes.probe import InstantiationError
 from mmaprobe.vectors.cli import main
 
+from helpers import value_of
+
 LIBRARY = load_probes(library_files())
 IDS = [p.id for p in LIBRARY]
 GAPS = load_gaps()
@@ -1454,14 +1456,10 @@ def test_final_rounding_on_a_tie_beside_the_top_products_of_a_mixed_pair(tmp_pat
 
 
 def _dot(fa: str, fb: str, fout: str, k: int, av, bv, c=0, **cfg) -> Fraction:
-    """reference_dot on values: a in fa, b in fb, c and the output in fout (k products, the
-    rest +0)."""
-    conf = AccumulatorConfig(in_format=fa, b_format=None if fb == fa else fb, k=k,
-                             c_format=fout, out_format=fout, **cfg)
-    a = [get_format(fa).exact_bits(Fraction(x)) for x in av] + [0] * (k - len(av))
-    b = [get_format(fb).exact_bits(Fraction(x)) for x in bv] + [0] * (k - len(bv))
-    return get_format(fout).to_fraction(
-        reference_dot(conf, a, b, get_format(fout).exact_bits(Fraction(c))))
+    """The output's value for a in fa, b in fb, c and the output in fout (k products, the
+    rest +0), by the reference and the model alike (tests/helpers.py)."""
+    return value_of(AccumulatorConfig(in_format=fa, b_format=None if fb == fa else fb, k=k,
+                                      c_format=fout, out_format=fout, **cfg), av, bv, c)
 
 
 TIE_BOTH = """\
