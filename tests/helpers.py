@@ -24,9 +24,9 @@ def bits_of(fmt, x) -> int:
     return b
 
 
-def run_row(cfg, a, b, c=0):
-    """d for one row (a in a's format, b in b's, padded with zeros to k), checked on both
-    engines; returns bits."""
+def run_row(cfg, a, b, c=0, sa=None, sb=None):
+    """d for one row (a in a's format, b in b's, padded with zeros to k; with block scaling
+    the scale factors sa and sb, padded with ones), checked on both engines; returns bits."""
     if isinstance(cfg, str):
         cfg = get_preset(cfg).config
     fin, fb, fc = (get_format(cfg.in_format), get_format(cfg.b_fmt),
@@ -34,14 +34,20 @@ def run_row(cfg, a, b, c=0):
     a = [bits_of(fin, x) for x in a] + [0] * (cfg.k - len(a))
     b = [bits_of(fb, x) for x in b] + [0] * (cfg.k - len(b))
     cb = bits_of(fc, c)
-    ref = reference_dot(cfg, a, b, cb)
+    scales, arrays = {}, {}
+    if cfg.scale_format is not None:
+        fs = get_format(cfg.scale_format)
+        scales = {name: [bits_of(fs, x) for x in s or []] + [bits_of(fs, 1)] * (
+            cfg.scales - len(s or [])) for name, s in (("scale_a", sa), ("scale_b", sb))}
+        arrays = {name: np.array([s], np.uint64) for name, s in scales.items()}
+    ref = reference_dot(cfg, a, b, cb, **scales)
     fast = int(evaluate(cfg, np.array([a], np.uint64), np.array([b], np.uint64),
-                        np.array([cb], np.uint64))[0])
+                        np.array([cb], np.uint64), **arrays)[0])
     assert fast == ref, f"model {fast:#x} != reference {ref:#x}"
     return ref
 
 
-def value_of(cfg, a, b, c=0) -> Fraction:
+def value_of(cfg, a, b, c=0, sa=None, sb=None) -> Fraction:
     if isinstance(cfg, str):
         cfg = get_preset(cfg).config
-    return get_format(cfg.out_format).to_fraction(run_row(cfg, a, b, c))
+    return get_format(cfg.out_format).to_fraction(run_row(cfg, a, b, c, sa, sb))

@@ -1613,3 +1613,54 @@ def test_alignment_rounding_and_normalisation_from_product_tails(tmp_path) -> No
                 "align_rounding", "e3m2xe4m3-blocks-late-bfloat16",
                 also=(("align_rounding", "e3m2-top-tail-binary32"),
                       ("product_normalisation", "e2m1-sticky-binary32")))
+
+
+GDFS_ONE_BLOCK = """\
+id: nvfp4-gdfs-one-block
+formats: {in: e2m1, c: binary32, out: binary32}
+k: [16]
+fixed: {algorithm: gdfs, neab: 12, scale_format: ue4m3, scale_block: 16}
+vary:
+  nfma: [1, 2, 4, 8, 16]
+  final_rounding: [rne, rna]
+  align_rounding: [rz, rne, rz_sticky]
+---
+id: mxfp6-gdfs-one-block
+formats: {in: e3m2, c: binary32, out: binary32}
+k: [32]
+fixed: {algorithm: gdfs, neab: 12, final_rounding: rne, scale_format: ue8m0, scale_block: 32}
+vary:
+  nfma: [1, 4, 32]
+  align_rounding: [rz, rne, rz_sticky]
+"""
+
+
+def test_gdfs_group_size_in_one_scale_block_from_ties(tmp_path) -> None:
+    # NVFP4 at K = 16 into binary32 at F = 35, groups of 8: c = -2^31 sets the quantum
+    # 2^-4; under scale factors 1.25 x 1.25 the walk 0.75, 0.25 (18.75 q, 6.25 q) and the
+    # products 6 x 6 + 2 x 2 (1000 q) sum to 1025 q in one group, just above the midpoint
+    # 64 of the spacing 128 below 2^31, and truncated group by group (positions 0 and 8)
+    # to the midpoint itself, which goes to the even -2^31
+    def plus(n, align="rz"):
+        a = [1.5] + [0] * 13 + [2, 6]
+        b = [0.5] + [0] * 13 + [2, 6]
+        a[n], b[n] = 0.5, 0.5
+        cfg = AccumulatorConfig(in_format="e2m1", k=16, algorithm="gdfs", nfma=8, neab=12,
+                                final_rounding="rne", align_rounding=align,
+                                scale_format="ue4m3", scale_block=16)
+        return value_of(cfg, a, b, -2**31, sa=[1.25], sb=[1.25])
+    assert [plus(4), plus(8)] == [-2**31 + 128, -2**31]
+    # under 1.75 x 1.75, 0.75 and -0.25 (36.75 q, -12.25 q) beside 2 x 6 x 6 + 2 x 4 x 4
+    # (5096 q): 5120.5 q in one group, rounded to the tie 5120 q (320, to the even 256)
+    # and 5121 q group by group (to 384)
+    def minus(n):
+        a = [1.5] + [0] * 11 + [4, 4, 6, 6]
+        b = [0.5] + [0] * 11 + [4, 4, 6, 6]
+        a[n], b[n] = -0.5, 0.5
+        cfg = AccumulatorConfig(in_format="e2m1", k=16, algorithm="gdfs", nfma=8, neab=12,
+                                final_rounding="rne", align_rounding="rne",
+                                scale_format="ue4m3", scale_block=16)
+        return value_of(cfg, a, b, -2**31, sa=[1.75], sb=[1.75])
+    assert [minus(4), minus(8)] == [-2**31 + 256, -2**31 + 384]
+    _decided_by(tmp_path, GDFS_ONE_BLOCK, ("nfma-gdfs-c-tie-odd-scales", "nfma-gdfs-c-tie-deep"),
+                "nfma", "nvfp4-gdfs-one-block", also=(("nfma", "mxfp6-gdfs-one-block"),))
