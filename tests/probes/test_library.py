@@ -1625,6 +1625,15 @@ vary:
   final_rounding: [rne, rna]
   align_rounding: [rz, rne, rz_sticky]
 ---
+id: mxfp4-gdfs-one-block
+formats: {in: e2m1, c: binary32, out: binary32}
+k: [32]
+fixed: {algorithm: gdfs, neab: 12, scale_format: ue8m0, scale_block: 32}
+vary:
+  nfma: [1, 16, 32]
+  final_rounding: [rne, rna]
+  align_rounding: [rz, rne, rz_sticky]
+---
 id: mxfp6-gdfs-one-block
 formats: {in: e3m2, c: binary32, out: binary32}
 k: [32]
@@ -1662,5 +1671,17 @@ def test_gdfs_group_size_in_one_scale_block_from_ties(tmp_path) -> None:
                                 scale_format="ue4m3", scale_block=16)
         return value_of(cfg, a, b, -2**31, sa=[1.75], sb=[1.75])
     assert [minus(4), minus(8)] == [-2**31 + 256, -2**31 + 384]
-    _decided_by(tmp_path, GDFS_ONE_BLOCK, ("nfma-gdfs-c-tie-odd-scales", "nfma-gdfs-c-tie-deep"),
-                "nfma", "nvfp4-gdfs-one-block", also=(("nfma", "mxfp6-gdfs-one-block"),))
+    # MXFP4 at K = 32 (no scale significands): 28 products 6 x 6 and 2 x 4 + 2 x 4 sum the
+    # midpoint 1024 below c = -2^35 (spacing 2^11), where groups of 16 truncate the walk
+    # 0.75, 0.25 at positions 0 and 16 onto it (to the even -2^35) against 1025 in one
+    def fill(n):
+        a, b = [1.5] + [6] * 29 + [2, 2], [0.5] + [6] * 29 + [4, 4]
+        a[n], b[n] = 0.5, 0.5
+        cfg = AccumulatorConfig(in_format="e2m1", k=32, algorithm="gdfs", nfma=16, neab=12,
+                                final_rounding="rne", scale_format="ue8m0", scale_block=32)
+        return value_of(cfg, a, b, -2**35)
+    assert [fill(8), fill(16)] == [-2**35 + 2**11, -2**35]
+    _decided_by(tmp_path, GDFS_ONE_BLOCK, ("nfma-gdfs-c-tie-odd-scales", "nfma-gdfs-c-tie-deep",
+                                           "nfma-gdfs-c-tie-fill"),
+                "nfma", "nvfp4-gdfs-one-block", also=(("nfma", "mxfp4-gdfs-one-block"),
+                                                      ("nfma", "mxfp6-gdfs-one-block")))
