@@ -1685,3 +1685,38 @@ def test_gdfs_group_size_in_one_scale_block_from_ties(tmp_path) -> None:
                                            "nfma-gdfs-c-tie-fill"),
                 "nfma", "nvfp4-gdfs-one-block", also=(("nfma", "mxfp4-gdfs-one-block"),
                                                       ("nfma", "mxfp6-gdfs-one-block")))
+
+
+NVFP4_NARROW = """\
+id: nvfp4-narrow-outputs
+formats: {in: e2m1, c: binary16, out: binary16}
+k: [16, 32]
+fixed: {algorithm: fused, scale_format: ue4m3, scale_block: 16, c_placement: late}
+vary:
+  nfma: [8, 16]
+  neab: [-18, -14, -12, 2]
+---
+id: nvfp4-narrow-outputs-bfloat16
+formats: {in: e2m1, c: bfloat16, out: bfloat16}
+k: [16]
+fixed: {algorithm: fused, nfma: 16, scale_format: ue4m3, scale_block: 16, c_placement: late}
+vary:
+  neab: [-18, -14, -12, 2]
+  align_rounding: [rz, rne]
+"""
+
+
+def test_scaled_alignment_read_beside_a_cancelling_pair(tmp_path) -> None:
+    # NVFP4 into binary16, one block: 6 x 6 - 6 x 6 under scale factors 1.875 x 1.875 set
+    # the alignment exponent 4 and cancel; 1.5 x 1.5 x 225/64 = 2025/256 beside them keeps
+    # its last bit 2^-8, 12 binades below, from F = 12 on (truncated to 2024/256 at F = 11)
+    def tail(neab):
+        cfg = AccumulatorConfig(in_format="e2m1", k=16, nfma=16, neab=neab, c_format="binary16",
+                                out_format="binary16", c_placement="late",
+                                scale_format="ue4m3", scale_block=16)
+        return value_of(cfg, [0] * 13 + [6, -6, 1.5], [0] * 13 + [6, 6, 1.5], 0,
+                        sa=[1.875], sb=[1.875])
+    assert [tail(-12), tail(-11)] == [Fraction(2024, 256), Fraction(2025, 256)]
+    _decided_by(tmp_path, NVFP4_NARROW, ("neab-scaled-one-block-cancel",
+                                         "neab-scaled-one-block-cancel-subnormal"),
+                "neab", "nvfp4-narrow-outputs-bfloat16")
