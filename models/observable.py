@@ -401,6 +401,25 @@ def _scaled_sums_in_range(cfg: AccumulatorConfig) -> bool:
         cfg.k * fa.fmax * fb.fmax * fs.fmax ** 2 < get_format(cfg.out_format).fmax)
 
 
+def _scaled_edges_aligned(cfg: AccumulatorConfig) -> bool:
+    """Whether earlier block results out of the output's normal range keep a later block
+    of a unit with one scale block exact once F is past _scaled_alignment_exact's bound.
+    A subnormal result is aligned at the output's emin, and every term is a multiple of
+    the products' smallest grid g (the smallest products under the smallest scale
+    factors) or of the output's subnormal grid above it: with F >= emin - log2 g the
+    quantum 2^(emin - F) is at most g, so nothing drops (NVFP4 into binary16: g = 2^-20,
+    F >= 6).  An overflowing result is an infinity, which no later sum changes, or the
+    largest finite value, a rounded result below the exact sum, a multiple of its ulp,
+    which the bound counts already (rounds).  Under ue8m0 g is 2^-256 and below: no F
+    reaches it (the docstring's e2m1 into binary32)."""
+    fin, fb, fs = (get_format(cfg.in_format), get_format(cfg.b_fmt),
+                   get_format(cfg.scale_format))
+    grid = fin.smin * fb.smin * fs.smin ** 2
+    if _scaled_sums_normal(cfg):
+        return True
+    return Fraction(2) ** (get_format(cfg.out_format).emin - cfg.frac_bits) <= grid
+
+
 def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None) -> bool:
     """alignment_exact for block-scaled FDA units with one scale block and c late, whose
     blocks see products only, all under the same scale factors: every product is the
@@ -412,7 +431,8 @@ def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None) -> 
     without the output's emax, which s moves past), plus, under M, the 2 s.t bits M adds
     below each product and the binades it adds above an earlier block's result (ue4m3:
     M < 1.875^2 < 4), one more where that result rounds.
-    So it does with a single block (nfma = k), which meets no earlier result.  Elsewhere
+    So it does with a single block (nfma = k), which meets no earlier result, and with
+    earlier results out of the normal range where _scaled_edges_aligned says so.  Elsewhere
     it does not: a later block aligns a subnormal earlier result at the output's emin,
     above its value, and drops the products' bits below 2^(emin - F) at any depth (e2m1
     under 2^-150 into binary32: 2^-149 then -2^-151 gives 2^-149 at F = 23 and, under rz,
@@ -420,7 +440,7 @@ def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None) -> 
     if cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.scales != 1:
         return False
     at = cfg if neab is None else cfg.replace(neab=neab)
-    if cfg.blocks > 1 and not _scaled_sums_in_range(cfg):
+    if cfg.blocks > 1 and not (_scaled_sums_in_range(cfg) or _scaled_edges_aligned(at)):
         return False
     # a block result that rounds (more bits than the output holds) is still a multiple
     # of the products' grid, its last bit at or above the grid, and lies at most one

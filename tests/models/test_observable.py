@@ -154,6 +154,7 @@ def test_claimed_equivalences_hold_on_the_model(fin: str, fout: str, k: int) -> 
 
 
 SCALED_SHAPES = [("e4m3", "ue8m0", 32, "binary64"), ("e2m1", "ue4m3", 16, "binary64"),
+                 ("e2m1", "ue4m3", 16, "binary16"), ("e2m1", "ue4m3", 32, "binary16"),
                  ("e2m1", "ue4m3", 16, "binary32"), ("e2m1", "ue8m0", 32, "binary16"),
                  pytest.param("e3m2", "ue8m0", 32, "bfloat16", marks=pytest.mark.slow),
                  pytest.param("e5m2", "ue8m0", 64, "binary16", marks=pytest.mark.slow)]
@@ -189,6 +190,21 @@ def test_scaled_subnormal_accumulator_shows_f() -> None:
     c = np.zeros(1, dtype=np.uint64)
     assert evaluate(cfg, a, b, c)[0] == 1                     # 2^-149
     assert evaluate(cfg.replace(neab=2), a, b, c)[0] == 0
+
+
+def test_scaled_subnormal_accumulator_on_the_products_grid() -> None:
+    """NVFP4 into binary16 in blocks of 8 (c late, F = 25): an earlier block's subnormal
+    result is aligned at binary16's emin, but every product lies on 2^-20 (0.25 under
+    two scale factors 2^-9), which F >= 6 keeps there, and an overflowing one is an
+    infinity or the largest value (models/observable.py, _scaled_edges_aligned): the
+    alignment rounding does not show, and F only up to the bound.  Under ue8m0 scale
+    factors the grid is 2^-256, and it shows."""
+    cfg = AccumulatorConfig(in_format="e2m1", out_format="binary16", c_format="binary16",
+                            k=16, nfma=8, neab=2, c_placement="late", scale_format="ue4m3",
+                            scale_block=16)
+    assert alternatives(cfg, "align_rounding") == ()
+    assert max(alternatives(cfg, "neab")) < 2
+    assert alternatives(cfg.replace(scale_format="ue8m0"), "align_rounding")
 
 
 def test_scaled_one_block_bound_is_tight() -> None:
