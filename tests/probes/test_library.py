@@ -1696,6 +1696,15 @@ vary:
   nfma: [8, 16]
   neab: [-18, -14, -12, 2]
 ---
+id: nvfp4-narrow-outputs-flushed
+formats: {in: e2m1, c: binary16, out: binary16}
+k: [16]
+fixed: {algorithm: fused, neab: 2, scale_format: ue4m3, scale_block: 16}
+vary:
+  nfma: [1, 16]
+  c_placement: [early, late]
+  flush: [[inputs], [inputs, products, sums, output]]
+---
 id: nvfp4-narrow-outputs-bfloat16
 formats: {in: e2m1, c: bfloat16, out: bfloat16}
 k: [16]
@@ -1706,7 +1715,7 @@ vary:
 """
 
 
-def test_scaled_alignment_read_beside_a_cancelling_pair(tmp_path) -> None:
+def test_scaled_narrow_outputs_read_through_cancellation(tmp_path) -> None:
     # NVFP4 into binary16, one block: 6 x 6 - 6 x 6 under scale factors 1.875 x 1.875 set
     # the alignment exponent 4 and cancel; 1.5 x 1.5 x 225/64 = 2025/256 beside them keeps
     # its last bit 2^-8, 12 binades below, from F = 12 on (truncated to 2024/256 at F = 11)
@@ -1717,6 +1726,17 @@ def test_scaled_alignment_read_beside_a_cancelling_pair(tmp_path) -> None:
         return value_of(cfg, [0] * 13 + [6, -6, 1.5], [0] * 13 + [6, 6, 1.5], 0,
                         sa=[1.875], sb=[1.875])
     assert [tail(-12), tail(-11)] == [Fraction(2024, 256), Fraction(2025, 256)]
+    # normal inputs and scale factors, flushed subnormal inputs: 1.5 x 1.5 x (1.875 x 2^-6)^2
+    # = 2025 x 2^-20 beside c = -2^-9 leaves -23 x 2^-20, below binary16's 2^-14, or 0
+    def cancel(flush):
+        cfg = AccumulatorConfig(in_format="e2m1", k=16, nfma=16, c_format="binary16",
+                                out_format="binary16", flush=flush, scale_format="ue4m3",
+                                scale_block=16)
+        return value_of(cfg, [1.5], [1.5], -Fraction(1, 2**9), sa=[Fraction(15, 2**9)],
+                        sb=[Fraction(15, 2**9)])
+    assert [cancel(("inputs",)), cancel(("inputs", "output"))] == [Fraction(-23, 2**20), 0]
     _decided_by(tmp_path, NVFP4_NARROW, ("neab-scaled-one-block-cancel",
-                                         "neab-scaled-one-block-cancel-subnormal"),
-                "neab", "nvfp4-narrow-outputs-bfloat16")
+                                         "neab-scaled-one-block-cancel-subnormal",
+                                         "subnormal-output-scaled-c-cancel"),
+                "neab", "nvfp4-narrow-outputs-bfloat16",
+                also=(("subnormal_output", "nvfp4-narrow-outputs-flushed"),))
