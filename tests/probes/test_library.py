@@ -1737,6 +1737,8 @@ def test_scaled_narrow_outputs_read_through_cancellation(tmp_path) -> None:
     assert [cancel(("inputs",)), cancel(("inputs", "output"))] == [Fraction(-23, 2**20), 0]
     _decided_by(tmp_path, NVFP4_NARROW, ("neab-scaled-one-block-cancel",
                                          "neab-scaled-one-block-cancel-subnormal",
-                                         "subnormal-output-scaled-c-cancel"),
+                                         "subnormal-output-scaled-c-cancel",
+                                         "subnormal-sums-scaled"),
                 "neab", "nvfp4-narrow-outputs-bfloat16",
-                also=(("subnormal_output", "nvfp4-narrow-outputs-flushed"),))
+                also=(("subnormal_output", "nvfp4-narrow-outputs-flushed"),
+                      ("subnormal_sums", "nvfp4-narrow-outputs")))
