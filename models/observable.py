@@ -401,6 +401,29 @@ def _scaled_sums_in_range(cfg: AccumulatorConfig) -> bool:
         cfg.k * fa.fmax * fb.fmax * fs.fmax ** 2 < get_format(cfg.out_format).fmax)
 
 
+def _scaled_normalisation_hidden(cfg: AccumulatorConfig) -> bool:
+    """Whether the normalisation of a unit with one scale block and c late never shows,
+    though subnormal earlier results make F and the alignment rounding show (the
+    docstring of _scaled_alignment_exact): the normalisation moves a block's alignment
+    exponent only where a product sets it (its value a binade above its exponent field).
+    A subnormal earlier result that sets it is aligned at the output's emin under both,
+    and every term then aligns alike (a value's alignment to a quantum does not depend on
+    how the product was written).  Where a product or a normal result sets it, every
+    earlier result is the exact sum of products under the same scale factors, or that
+    sum rounded onto a coarser grid (the output's subnormal grid, or its largest value),
+    and the unscaled bound moved by the scale factors holds as in _scaled_alignment_exact
+    (edges), under both normalisations; an infinity no later sum changes.  MX at K = 32
+    with c late, into any output: e2m1 from F = 12 (blocks of 16) or 13 (blocks of one),
+    e3m2 from 22 or 23.  The carry bits must hold both."""
+    if cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.scales != 1:
+        return False
+    alt = cfg.replace(product_normalisation=(
+        "normalised" if cfg.product_normalisation == "denormalised" else "denormalised"))
+    return (_scaled_alignment_exact(cfg, edges=True) and _scaled_alignment_exact(alt, edges=True)
+            and (cfg.carry_bits is None
+                 or cfg.carry_bits >= max(carry_needed(cfg), carry_needed(alt))))
+
+
 def _scaled_edges_aligned(cfg: AccumulatorConfig) -> bool:
     """Whether earlier block results out of the output's normal range keep a later block
     of a unit with one scale block exact once F is past _scaled_alignment_exact's bound.
@@ -420,7 +443,8 @@ def _scaled_edges_aligned(cfg: AccumulatorConfig) -> bool:
     return Fraction(2) ** (get_format(cfg.out_format).emin - cfg.frac_bits) <= grid
 
 
-def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None) -> bool:
+def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None,
+                            edges: bool = False) -> bool:
     """alignment_exact for block-scaled FDA units with one scale block and c late, whose
     blocks see products only, all under the same scale factors: every product is the
     unscaled one times a common M 2^s (M the scale significands' product, 1 for ue8m0).
@@ -432,7 +456,9 @@ def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None) -> 
     below each product and the binades it adds above an earlier block's result (ue4m3:
     M < 1.875^2 < 4), one more where that result rounds.
     So it does with a single block (nfma = k), which meets no earlier result, and with
-    earlier results out of the normal range where _scaled_edges_aligned says so.  Elsewhere
+    earlier results out of the normal range where _scaled_edges_aligned says so (edges:
+    every block whose alignment exponent a product or a normal result sets, whatever
+    the range: _scaled_normalisation_hidden).  Elsewhere
     it does not: a later block aligns a subnormal earlier result at the output's emin,
     above its value, and drops the products' bits below 2^(emin - F) at any depth (e2m1
     under 2^-150 into binary32: 2^-149 then -2^-151 gives 2^-149 at F = 23 and, under rz,
@@ -440,7 +466,8 @@ def _scaled_alignment_exact(cfg: AccumulatorConfig, neab: int | None = None) -> 
     if cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.scales != 1:
         return False
     at = cfg if neab is None else cfg.replace(neab=neab)
-    if cfg.blocks > 1 and not (_scaled_sums_in_range(cfg) or _scaled_edges_aligned(at)):
+    if cfg.blocks > 1 and not (edges or _scaled_sums_in_range(cfg)
+                               or _scaled_edges_aligned(at)):
         return False
     # a block result that rounds (more bits than the output holds) is still a multiple
     # of the products' grid, its last bit at or above the grid, and lies at most one
@@ -983,7 +1010,9 @@ def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...
     * the final rounding of FDA blocks whose results are always outputs
       (_scaled_rounding_exact);
     * F, the alignment rounding and the normalisation of FDA blocks that see one scale
-      block's products only and drop no bit (_scaled_alignment_exact), and the block size
+      block's products only and drop no bit (_scaled_alignment_exact), the normalisation
+      there also where subnormal earlier results drop bits at the output's emin
+      (_scaled_normalisation_hidden), and the block size
       where every block returns its exact sum (_scaled_blocks_exact);
     * F, the alignment rounding and the normalisation of two-term blocks rounded to
       nearest or with a sticky bit under power-of-two scale factors, with c early
@@ -995,7 +1024,8 @@ def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...
     if feature == "algorithm":
         return tuple(v for v in ALGORITHMS if v != cfg.algorithm
                      and _valid(cfg, algorithm=v))
-    if feature == "product_normalisation" and cfg.algorithm == "gdfs":
+    if feature == "product_normalisation" and (cfg.algorithm == "gdfs"
+                                                or _scaled_normalisation_hidden(cfg)):
         return ()
     if feature in ("neab", "align_rounding", "product_normalisation") and \
             _scaled_alignment_exact(cfg):

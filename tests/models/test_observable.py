@@ -207,6 +207,32 @@ def test_scaled_subnormal_accumulator_on_the_products_grid() -> None:
     assert alternatives(cfg.replace(scale_format="ue8m0"), "align_rounding")
 
 
+def test_scaled_normalisation_hidden_beside_subnormal_accumulators() -> None:
+    """MXFP4 at K = 32 into binary32 with c late (F = 23): scale factors near 2^-127 put
+    an earlier block's result at binary32's subnormals, aligned at emin above its value,
+    so F and the alignment rounding show; the normalisation moves the alignment exponent
+    only where a product sets it, and there every term lies on the products' grid
+    (models/observable.py, _scaled_normalisation_hidden).  On rows whose scale factors
+    reach both ends, F shows and the normalisation does not."""
+    cfg = AccumulatorConfig(in_format="e2m1", out_format="binary32", k=32, nfma=16, neab=0,
+                            c_placement="late", scale_format="ue8m0", scale_block=32)
+    assert alternatives(cfg, "product_normalisation") == ()
+    assert 2 in alternatives(cfg, "neab")
+    rng = np.random.default_rng(5)
+    n = 4000
+    a = rng.integers(0, 16, (n, 32)).astype(np.uint64)
+    a[rng.random((n, 32)) < 0.5] = 0
+    b = rng.integers(0, 16, (n, 32)).astype(np.uint64)
+    tiny = rng.random(n) < 0.5
+    sa, sb = ((np.where(tiny, rng.integers(0, 12, n), rng.integers(0, 255, n))
+               .astype(np.uint64)[:, None]) for _ in range(2))
+    c = np.zeros(n, dtype=np.uint64)
+    out = evaluate(cfg, a, b, c, sa, sb)
+    assert (evaluate(cfg.replace(neab=2), a, b, c, sa, sb) != out).any()
+    assert (evaluate(cfg.replace(product_normalisation="normalised"), a, b, c, sa, sb)
+            == out).all()
+
+
 def test_scaled_one_block_bound_is_tight() -> None:
     """NVFP4 FDA at K = 16 with c late (one pair of ue4m3 scale factors, two-term blocks)
     into binary32: every sum of the 16 products fits binary32 (16 x 144 x 225 < 2^19), so
