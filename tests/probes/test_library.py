@@ -841,7 +841,7 @@ def test_scaled_probes_decide_block_scaled_units(tmp_path) -> None:
     assert not [r.probe.id for r in rep.results if r.failed]
     assert not rep.undecided and not any(c.gaps for c in rep.coverage)
     tried = {r.probe.id: r.correct for r in rep.results
-             if r.probe.scaled and r.probe.id not in SCALED_LATE + SCALED_CARRY
+             if r.probe.scaled and r.probe.id not in SCALED_LATE + SCALED_CARRY + SCALED_NARROW
              and not r.probe.file.endswith("scaled-two-term.yaml")}  # their own tests
     assert min(tried.values()) > 0, tried
     decided = {c.feature: (c.observable, c.decided) for c in rep.coverage if c.observable}
@@ -1039,6 +1039,11 @@ def test_a_tail_of_normal_factors_reads_normalisation_and_blocks(tmp_path) -> No
     _decided_more_with(tmp_path, rep, ids, ("nfma", "product_normalisation"))
 
 
+#: scaled probes for one scale block at F = 35 (GDFS) or 16-bit outputs, which the
+#: spaces of BLOCK_SCALED do not hold: test_gdfs_group_size_in_one_scale_block_from_ties
+#: and test_scaled_narrow_outputs_read_through_cancellation hold them right
+SCALED_NARROW = ("nfma-gdfs-c-tie-odd-scales", "nfma-gdfs-c-tie-fill",
+                 "subnormal-output-scaled-c-cancel")
 #: the scaled probes that read a carry into the next binade across scale blocks
 SCALED_CARRY = ("nfma-walk-scaled-carry", "final-rounding-scaled-carry")
 NVFP4_CARRY_ACROSS = """\
