@@ -401,6 +401,12 @@ def _scaled_sums_in_range(cfg: AccumulatorConfig) -> bool:
         cfg.k * fa.fmax * fb.fmax * fs.fmax ** 2 < get_format(cfg.out_format).fmax)
 
 
+def _renormalised(cfg: AccumulatorConfig) -> AccumulatorConfig:
+    """cfg with the other product normalisation."""
+    other, = (v for v in NORMALISATIONS if v != cfg.product_normalisation)
+    return cfg.replace(product_normalisation=other)
+
+
 def _scaled_normalisation_hidden(cfg: AccumulatorConfig) -> bool:
     """Whether the normalisation of a unit with one scale block and c late never shows,
     though subnormal earlier results make F and the alignment rounding show (the
@@ -417,8 +423,7 @@ def _scaled_normalisation_hidden(cfg: AccumulatorConfig) -> bool:
     e3m2 from 22 or 23.  The carry bits must hold both."""
     if cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.scales != 1:
         return False
-    alt = cfg.replace(product_normalisation=(
-        "normalised" if cfg.product_normalisation == "denormalised" else "denormalised"))
+    alt = _renormalised(cfg)
     return (_scaled_alignment_exact(cfg, edges=True) and _scaled_alignment_exact(alt, edges=True)
             and (cfg.carry_bits is None
                  or cfg.carry_bits >= max(carry_needed(cfg), carry_needed(alt))))
@@ -435,11 +440,11 @@ def _scaled_edges_aligned(cfg: AccumulatorConfig) -> bool:
     largest finite value, a rounded result below the exact sum, a multiple of its ulp,
     which the bound counts already (rounds).  Under ue8m0 g is 2^-256 and below: no F
     reaches it (the docstring's e2m1 into binary32)."""
+    if _scaled_sums_normal(cfg):
+        return True
     fin, fb, fs = (get_format(cfg.in_format), get_format(cfg.b_fmt),
                    get_format(cfg.scale_format))
     grid = fin.smin * fb.smin * fs.smin ** 2
-    if _scaled_sums_normal(cfg):
-        return True
     return Fraction(2) ** (get_format(cfg.out_format).emin - cfg.frac_bits) <= grid
 
 
@@ -946,8 +951,7 @@ def alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...]:
     if feature == "product_normalisation":
         if alg not in ("fused", "fdrda"):
             return ()
-        other = "normalised" if cfg.product_normalisation == "denormalised" else "denormalised"
-        alt = cfg.replace(product_normalisation=other)
+        alt = _renormalised(cfg)
         # no term ever loses a bit under either normalisation: only the carry limit moves
         exact = alg == "fused" and ((alignment_exact(cfg) and alignment_exact(alt))
                                     or late_pairs_normalisation_exact(cfg))
@@ -1032,12 +1036,8 @@ def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...
         if feature == "align_rounding":
             return ()
         if feature == "product_normalisation":
-            alt = cfg.replace(product_normalisation=(
-                "normalised" if cfg.product_normalisation == "denormalised" else "denormalised"))
-            if _scaled_alignment_exact(alt) and (cfg.carry_bits is None or cfg.carry_bits >= max(
-                    carry_needed(cfg), carry_needed(alt))):
-                return ()
-            return (alt.product_normalisation,)
+            # both exact (and the carry bits enough) returned () above, with the edges
+            return (_renormalised(cfg).product_normalisation,)
         return tuple(v for v in NEAB_VALUES if v != cfg.neab and _valid(cfg, neab=v)
                      and not _scaled_alignment_exact(cfg, v))
     if feature == "align_rounding":
@@ -1056,9 +1056,7 @@ def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...
         if feature == "neab":
             return tuple(v for v in NEAB_VALUES if v != cfg.neab and _valid(cfg, neab=v)
                          and not _correctly_rounded_pairs(cfg, v))
-        alt = cfg.replace(product_normalisation=(
-            "normalised" if cfg.product_normalisation == "denormalised" else "denormalised"))
-        if _correctly_rounded_pairs(alt):
+        if _correctly_rounded_pairs(_renormalised(cfg)):
             return ()
     if feature == "nfma" and _scaled_blocks_exact(cfg):
         return tuple(d for d in range(1, cfg.k + 1) if cfg.k % d == 0 and d != cfg.nfma

@@ -34,15 +34,15 @@ def run_row(cfg, a, b, c=0, sa=None, sb=None):
     a = [bits_of(fin, x) for x in a] + [0] * (cfg.k - len(a))
     b = [bits_of(fb, x) for x in b] + [0] * (cfg.k - len(b))
     cb = bits_of(fc, c)
-    scales, arrays = {}, {}
+    scales = {}
     if cfg.scale_format is not None:
         fs = get_format(cfg.scale_format)
-        scales = {name: [bits_of(fs, x) for x in s or []] + [bits_of(fs, 1)] * (
-            cfg.scales - len(s or [])) for name, s in (("scale_a", sa), ("scale_b", sb))}
-        arrays = {name: np.array([s], np.uint64) for name, s in scales.items()}
+        for name, s in (("scale_a", list(sa or [])), ("scale_b", list(sb or []))):
+            scales[name] = [bits_of(fs, x) for x in s + [1] * (cfg.scales - len(s))]
     ref = reference_dot(cfg, a, b, cb, **scales)
     fast = int(evaluate(cfg, np.array([a], np.uint64), np.array([b], np.uint64),
-                        np.array([cb], np.uint64), **arrays)[0])
+                        np.array([cb], np.uint64),
+                        **{n: np.array([s], np.uint64) for n, s in scales.items()})[0])
     assert fast == ref, f"model {fast:#x} != reference {ref:#x}"
     return ref
 
