@@ -16,7 +16,7 @@ from mmaprobe.models.features import feature_value
 from mmaprobe.models.presets import list_presets
 from mmaprobe.models.space import SPACES_DIR, load_spaces
 
-from .distinguish import distinguish
+from .distinguish import distinguish, shape
 from .encode import NotEncodable, check_encodable
 from .synth import robust_probe
 
@@ -32,7 +32,7 @@ def _pairs() -> list[tuple[str, str, AccumulatorConfig, AccumulatorConfig]]:
             check_encodable(p.config)
         except NotEncodable:
             continue
-        key = (p.config.in_format, p.config.c_format, p.config.out_format, p.config.k)
+        key = shape(p.config)
         if all(p.config != q.config for q in groups.get(key, [])):
             groups.setdefault(key, []).append(p)
     return [(x.name, y.name, x.config, y.config) for mem in groups.values()

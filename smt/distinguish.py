@@ -81,11 +81,20 @@ def model_outputs(cfgs: list[AccumulatorConfig], vec: Vector) -> list[int]:
     return [int(evaluate(cfg, a, b, c)[0]) for cfg in cfgs]
 
 
+#: the fields two configurations must share to be compared on one input vector
+SHAPE_FIELDS = ("in_format", "b_fmt", "c_format", "out_format", "k", "scale_format",
+                "scale_block")
+
+
+def shape(cfg: AccumulatorConfig) -> tuple:
+    """The key of the configurations comparable with cfg (same formats, K and scaling)."""
+    return tuple(getattr(cfg, name) for name in SHAPE_FIELDS)
+
+
 def _same_shape(cfgs: list[AccumulatorConfig]) -> None:
     first = cfgs[0]
     for cfg in cfgs[1:]:
-        for name in ("in_format", "b_fmt", "c_format", "out_format", "k", "scale_format",
-                     "scale_block"):
+        for name in SHAPE_FIELDS:
             if getattr(cfg, name) != getattr(first, name):
                 raise InputError(
                     f"configurations must share formats and k to be compared: {name} is "
