@@ -420,13 +420,34 @@ def _scaled_normalisation_hidden(cfg: AccumulatorConfig) -> bool:
     and the unscaled bound moved by the scale factors holds as in _scaled_alignment_exact
     (edges), under both normalisations; an infinity no later sum changes.  MX at K = 32
     with c late, into any output: e2m1 from F = 12 (blocks of 16) or 13 (blocks of one),
-    e3m2 from 22 or 23.  The carry bits must hold both."""
+    e3m2 from 22 or 23; and, whatever the blocks, from _scaled_normalisation_bound (MX
+    e2m1 7, e3m2 17).  The carry bits must hold both."""
     if cfg.algorithm != "fused" or cfg.c_placement != "late" or cfg.scales != 1:
         return False
     alt = _renormalised(cfg)
-    return (_scaled_alignment_exact(cfg, edges=True) and _scaled_alignment_exact(alt, edges=True)
-            and (cfg.carry_bits is None
-                 or cfg.carry_bits >= max(carry_needed(cfg), carry_needed(alt))))
+    if cfg.carry_bits is not None and cfg.carry_bits < max(carry_needed(cfg), carry_needed(alt)):
+        return False
+    return cfg.frac_bits >= _scaled_normalisation_bound(cfg) or (
+        _scaled_alignment_exact(cfg, edges=True) and _scaled_alignment_exact(alt, edges=True))
+
+
+def _scaled_normalisation_bound(cfg: AccumulatorConfig) -> int:
+    """The F from which the normalisation of a unit with one scale block and c late never
+    shows, however large the earlier results.  It moves a block's alignment exponent only
+    where a product sets it, above the earlier result: there every term (the products,
+    and the earlier result, their sum or that sum rounded onto a coarser power-of-two
+    grid) is a multiple of the smallest product's last bit 2^(s + low) and lies below
+    2^(s + v + 1), v the largest product's value exponent (the largest exponent field
+    is at most v, which covers the denormalised products of subnormal inputs), so with F
+    >= v - low both alignments drop nothing and the block returns the same exact sum.
+    Where an earlier result sets the exponent, it sets it alike under both.  NVFP4 (e2m1
+    under ue4m3: 6 x 6 x (15/8)^2 = 126.56, value 2^6, last bit 2^-8): 14, where
+    product-normalisation-scaled-one-block reads 12 and 13; MX e4m3 x e2m1 (448 x 6
+    below 2^12, last bit 2^-10): 21; MX e2m1: 7."""
+    fa, fb, fs = (get_format(cfg.in_format), get_format(cfg.b_fmt),
+                  get_format(cfg.scale_format))
+    top = _flog2_int(fa.max_sig * fb.max_sig * fs.max_sig ** 2)
+    return top + (fa.emax - fa.emin) + (fb.emax - fb.emin)
 
 
 def _scaled_edges_aligned(cfg: AccumulatorConfig) -> bool:
@@ -1016,7 +1037,7 @@ def _scaled_alternatives(cfg: AccumulatorConfig, feature: str) -> tuple[Any, ...
     * F, the alignment rounding and the normalisation of FDA blocks that see one scale
       block's products only and drop no bit (_scaled_alignment_exact), the normalisation
       there also where subnormal earlier results drop bits at the output's emin
-      (_scaled_normalisation_hidden), and the block size
+      (_scaled_normalisation_hidden, _scaled_normalisation_bound), and the block size
       where every block returns its exact sum (_scaled_blocks_exact);
     * F, the alignment rounding and the normalisation of two-term blocks rounded to
       nearest or with a sticky bit under power-of-two scale factors, with c early

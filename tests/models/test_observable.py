@@ -21,6 +21,7 @@ from mmaprobe.models.observable import (
     _directed_pairs_exact,
     _product_class_key,
     _product_classes,
+    _scaled_normalisation_bound,
     alternatives,
     carry_needed,
     late_pairs_normalisation_exact,
@@ -231,6 +232,43 @@ def test_scaled_normalisation_hidden_beside_subnormal_accumulators() -> None:
     assert (evaluate(cfg.replace(neab=2), a, b, c, sa, sb) != out).any()
     assert (evaluate(cfg.replace(product_normalisation="normalised"), a, b, c, sa, sb)
             == out).all()
+
+
+@pytest.mark.parametrize("fa, fb, sf, blk, bound", [
+    ("e2m1", "e2m1", "ue4m3", 16, 14),   # NVFP4: 6 x 6 x (15/8)^2 at 2^6, last bit 2^-8
+    ("e4m3", "e2m1", "ue8m0", 32, 21),   # 448 x 6 at 2^11, last bit 2^-10
+    ("e3m2", "e3m2", "ue8m0", 32, 17),
+])
+def test_scaled_normalisation_bound_is_tight(fa, fb, sf, blk, bound) -> None:
+    """One scale block, c late: from F = v - low (v the largest product's value exponent,
+    low the smallest product's last bit) the normalisation never shows, whatever the
+    earlier results and the scale factors (models/observable.py,
+    _scaled_normalisation_bound); one bit less and random rows under random scale factors
+    tell the two apart.  The rows: a tenth of a's elements the largest magnitude, the
+    rest anything."""
+    rng = np.random.default_rng(blk + bound)
+    A, B, S = get_format(fa), get_format(fb), get_format(sf)
+    n = 3000
+    for out, nfma in (("binary32", 1), ("binary32", blk), ("bfloat16", 2)):
+        base = AccumulatorConfig(in_format=fa, b_format=fb, out_format=out, c_format=out,
+                                 k=blk, nfma=nfma, c_placement="late", scale_format=sf,
+                                 scale_block=blk)
+        a = rng.integers(0, 1 << A.bits, (n, blk)).astype(np.uint64)
+        b = rng.integers(0, 1 << B.bits, (n, blk)).astype(np.uint64)
+        big = rng.random((n, blk)) < 0.1
+        a[big] = A.encode(0, A.max_sig, A.emax)
+        sa, sb = (rng.integers(0, 1 << S.bits, (n, 1)).astype(np.uint64) for _ in range(2))
+        c = np.zeros(n, dtype=np.uint64)
+        for f, shows in ((bound, False), (bound + 3, False), (bound - 1, True)):
+            cfg = base.replace(neab=f - base.frac_bits + base.neab)
+            assert _scaled_normalisation_bound(cfg) == bound
+            assert bool(alternatives(cfg, "product_normalisation")) == shows
+            other = cfg.replace(product_normalisation="normalised")
+            differ = (evaluate(cfg, a, b, c, sa, sb) != evaluate(other, a, b, c, sa, sb))
+            if not shows:
+                assert not differ.any(), (out, nfma, f)
+            elif out == "binary32":
+                assert differ.any(), (out, nfma, f)
 
 
 def test_scaled_one_block_bound_is_tight() -> None:
