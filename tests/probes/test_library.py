@@ -819,6 +819,34 @@ vary:
 """
 
 
+CHAIN_TOP = """\
+id: e2m3xe2m1-chain-top
+formats: {in: e2m3, c: bfloat16, out: bfloat16}
+k: [2, 4, 8]
+fixed: {algorithm: fused, b_format: e2m1, nfma: 1, c_placement: late}
+vary:
+  neab: [-16, -15, -14, -10, 0, 2]
+  final_rounding: [rz, rne, rd]
+---
+id: e3m2xe4m3-chain-top
+formats: {in: e3m2, c: binary16, out: binary16}
+k: [2, 8]
+fixed: {algorithm: fused, b_format: e4m3, nfma: 1, c_placement: late}
+vary:
+  neab: [-10, -6, 0, 2]
+  final_rounding: [rz, rne]
+"""
+
+
+def test_chain_top_probes_read_f_beside_the_pairs_top_product(tmp_path) -> None:
+    # two-term-chain-top.yaml: beside 1.5 x 2^sa x 1.5 x 2^sb (a binade above the pair's
+    # powers of two) the scan and the midpoint tails read one F further: e2m3 x e2m1 into
+    # bfloat16 at K = 2 tells F = 8 from 9 (P = 36, last bit 2^-4), which the power-of-two
+    # chains stop short of
+    rep, ids = _file_probes_right(tmp_path, CHAIN_TOP, "two-term-chain-top.yaml", 2)
+    _decided_more_with(tmp_path, rep, ids, ("neab",))
+
+
 def test_deep_field_ties_under_round_to_nearest_alignment(tmp_path) -> None:
     # where the alignment quantum q is 2^(m + 1) or 2^m (F = f0 - 1, f0), a round-to-
     # nearest-even alignment rounds c = 2^m + tail up, so the tie reads as kept: the deep
