@@ -870,7 +870,7 @@ def test_scaled_probes_decide_block_scaled_units(tmp_path) -> None:
     assert not rep.undecided and not any(c.gaps for c in rep.coverage)
     tried = {r.probe.id: r.correct for r in rep.results
              if r.probe.scaled and r.probe.id not in
-             SCALED_LATE + SCALED_CARRY + SCALED_NARROW + SCALED_NORMALISATION
+             SCALED_LATE + SCALED_CARRY + SCALED_NARROW + SCALED_NORMALISATION + SCALED_C_TIE
              and not r.probe.file.endswith("scaled-two-term.yaml")}  # their own tests
     assert min(tried.values()) > 0, tried
     decided = {c.feature: (c.observable, c.decided) for c in rep.coverage if c.observable}
@@ -1121,6 +1121,31 @@ def test_scaled_normalisation_probes_read_narrow_outputs_and_flushed_c(tmp_path)
     tried = {r.probe.id: r.correct for r in rep.results if r.probe.id in SCALED_NORMALISATION}
     assert len(tried) == len(SCALED_NORMALISATION) and min(tried.values()) > 0, tried
     _decided_more_with(tmp_path, rep, SCALED_NORMALISATION, ("product_normalisation",))
+
+
+#: the scaled probes beside a product on a tie of bfloat16 (NVFP4 only)
+SCALED_C_TIE = ("align-rounding-scaled-c-tie-deno", "align-rounding-scaled-c-tie-norm")
+NVFP4_C_TIE = """\
+id: nvfp4-c-tie-bfloat16
+formats: {in: e2m1, c: bfloat16, out: bfloat16}
+k: [16, 32]
+fixed: {algorithm: fused, scale_format: ue4m3, scale_block: 16}
+vary:
+  nfma: [1, 16]
+  neab: [0, 3]
+  final_rounding: [rne, rna]
+  align_rounding: [rz, rd, rne, rz_sticky]
+  product_normalisation: [denormalised, normalised]
+  flush: [[], [inputs]]
+"""
+
+
+def test_scaled_c_tie_reads_the_alignment_rounding_into_bfloat16(tmp_path) -> None:
+    # NVFP4 into bfloat16 with c early: 1 x 1.5 under scale significands 1.375 x 1.375 is
+    # 363/128, a tie of bfloat16, and c = -3q/4, +3q/4, -q/4 beside it read every
+    # alignment rounding under a final rounding to nearest (before: a known gap), for
+    # either normalisation and with flushed input subnormals (c is normal)
+    _decided_by(tmp_path, NVFP4_C_TIE, SCALED_C_TIE, "align_rounding", "nvfp4-c-tie-bfloat16")
 
 
 #: the scaled probes that read a carry into the next binade across scale blocks
