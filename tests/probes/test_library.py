@@ -1124,7 +1124,9 @@ def test_scaled_normalisation_probes_read_narrow_outputs_and_flushed_c(tmp_path)
 
 
 #: the scaled probes beside a product on a tie of bfloat16 (NVFP4 only)
-SCALED_C_TIE = ("align-rounding-scaled-c-tie-deno", "align-rounding-scaled-c-tie-norm")
+SCALED_C_TIE = ("align-rounding-scaled-c-tie-deno", "align-rounding-scaled-c-tie-norm",
+                "neab-scaled-c-tie-deno", "neab-scaled-c-tie-norm",
+                "product-normalisation-scaled-c-tie")
 NVFP4_C_TIE = """\
 id: nvfp4-c-tie-bfloat16
 formats: {in: e2m1, c: bfloat16, out: bfloat16}
@@ -1145,7 +1147,11 @@ def test_scaled_c_tie_reads_the_alignment_rounding_into_bfloat16(tmp_path) -> No
     # 363/128, a tie of bfloat16, and c = -3q/4, +3q/4, -q/4 beside it read every
     # alignment rounding under a final rounding to nearest (before: a known gap), for
     # either normalisation and with flushed input subnormals (c is normal)
-    _decided_by(tmp_path, NVFP4_C_TIE, SCALED_C_TIE, "align_rounding", "nvfp4-c-tie-bfloat16")
+    rep = _decided_by(tmp_path, NVFP4_C_TIE, SCALED_C_TIE, "align_rounding",
+                      "nvfp4-c-tie-bfloat16")
+    # and, beside the same tie, F (a scan of c = -2^(E - j)) and the normalisation
+    _decided_more_with(tmp_path, rep, SCALED_C_TIE, ("align_rounding", "neab",
+                                                     "product_normalisation"))
 
 
 #: the scaled probes that read a carry into the next binade across scale blocks
