@@ -100,7 +100,10 @@ class SplitSearch:
     :func:`mmaprobe.models.rows.local_rows`); ``solver`` answers a pair within a time
     budget; ``solver_seconds`` bounds its total time and ``pair_seconds`` one question;
     ``grow`` returns more pool rows (or None when there are none); ``neighbours`` returns
-    rows near a solver row.
+    rows near a solver row.  ``open_columns``: a split's column holds the outputs of the
+    members that still share a class only (the rest read 0, unevaluated), which is all a
+    caller that refines those classes or filters those candidates reads; otherwise every
+    configuration's.
     """
 
     configs: Sequence[AccumulatorConfig]
@@ -122,11 +125,13 @@ class SplitSearch:
     solver_queries: int = 0
     solver_notes: list[str] = field(default_factory=list)
     level: int = 0
+    open_columns: bool = False
 
     def __post_init__(self) -> None:
         self.fields = [tuple(repr(v) for v in c.to_dict().values()) for c in self.configs]
         self._solver_left = self.solver_seconds if self.solver else 0.0
         self._stuck: set[frozenset[int]] = set()
+        self._open: np.ndarray | None = None  # the members column() evaluates (open_columns)
 
     # -- the objective ---------------------------------------------------------------------
     def pending(self, labels: np.ndarray, outs: np.ndarray, members: np.ndarray) -> np.ndarray:
@@ -156,6 +161,7 @@ class SplitSearch:
         base = self._pending_now(labels, members)
         if base == 0:
             return None
+        self._open = members[np.bincount(labels)[labels] > 1]
         while True:
             split = self._from_pool(labels, members, base)
             if split is not None:
@@ -229,7 +235,8 @@ class SplitSearch:
                     continue
                 return None
             if self._solver_left <= 0.5:
-                self.solver_notes.append("solver time used up")
+                if "solver time used up" not in self.solver_notes:
+                    self.solver_notes.append("solver time used up")
                 return None
             x, y = pair
             why = static_equivalence(self.configs[x], self.configs[y])
@@ -285,6 +292,7 @@ class SplitSearch:
         """
         members = list(members)
         proofs, open_pairs = [], []
+        self._open = np.asarray(members)
         x = members[0]
         for y in members[1:]:
             pair = (min(x, y), max(x, y))
@@ -317,11 +325,17 @@ class SplitSearch:
 
     # -- helpers ------------------------------------------------------------------------------
     def column(self, row: Row) -> np.ndarray:
-        """Every configuration's output on one row."""
+        """Every configuration's output on one row (with ``open_columns``, those of the
+        members the last split searched for that share a class; 0 for the rest)."""
         a, b, c = row
-        return outputs_matrix(self.configs, np.asarray(a, np.uint64)[None, :],
-                              np.asarray(b, np.uint64)[None, :],
-                              np.array([c], dtype=np.uint64))[:, 0]
+        rows = (np.asarray(a, np.uint64)[None, :], np.asarray(b, np.uint64)[None, :],
+                np.array([c], dtype=np.uint64))
+        if not self.open_columns or self._open is None:
+            return outputs_matrix(self.configs, *rows, jobs=self.pool.jobs)[:, 0]
+        out = np.zeros(len(self.configs), dtype=np.uint64)
+        out[self._open] = outputs_matrix([self.configs[i] for i in self._open], *rows,
+                                         jobs=self.pool.jobs)[:, 0]
+        return out
 
     def stuck(self, labels: np.ndarray, members: np.ndarray | None = None) -> list[list[int]]:
         """The classes (configuration indices) that still hold a pair that matters."""

@@ -103,7 +103,8 @@ def identify(device: Device, space: CandidateSpace, max_queries: int = 16, seed:
     search = SplitSearch(cfgs, rows_pool, rng, local_rows=1000, local_tries=2,
                          local_budget=0 if recorded is not None else None,
                          solver=solver if recorded is None else None,
-                         solver_seconds=smt_seconds if use_smt else 0.0, pair_seconds=10.0)
+                         solver_seconds=smt_seconds if use_smt else 0.0, pair_seconds=10.0,
+                         open_columns=True)  # a split's column is read on R only
     R = np.arange(len(cfgs))
     asked: list[tuple[np.ndarray, np.ndarray, int, int]] = []
     queries: list[dict[str, Any]] = []

@@ -165,11 +165,14 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
                     for x, y in instantiation_formats(p, fa, fb))
             if holds[key]:
                 bindings.append(bnd)
+                if len(bindings) > max_bindings:  # the rest would not be instantiated
+                    break
         if not bindings:
             continue
         if len(bindings) > max_bindings:
-            notes.append(f"probe {p.id}: {len(bindings)} bindings of {list(p.requires)} in "
-                         f"the space; instantiated the first {max_bindings}")
+            notes.append(f"probe {p.id}: more than {max_bindings} bindings of "
+                         f"{list(p.requires)} in the space; instantiated the first "
+                         f"{max_bindings}")
             bindings = bindings[:max_bindings]
         for bnd in bindings:
             inst, carrier = _instance(p, sp, bnd, fa, fb, notes)
@@ -263,15 +266,17 @@ def discriminate(bld: _Builder, opts: SuiteOptions, rng: np.random.Generator,
                              local_budget=opts.local_searches,
                              solver=pair_solver() if opts.use_smt else None,
                              solver_seconds=opts.smt_seconds if opts.use_smt else 0.0,
-                             pair_seconds=opts.smt_pair_seconds)
+                             pair_seconds=opts.smt_pair_seconds, open_columns=True)
     while search is not None and len(bld.ids) - len(a0) < opts.max_discriminators:
         split = search.next_split(sub_labels, progress=progress)
         if split is None:
             break
         if split.method != "pool" and after_pool is None:
             after_pool = alone + int(sub_labels.max()) + 1
+        # the configurations the row may separate: the pair's class, or all not yet alone
+        # (a column holds only theirs)
         group = (np.flatnonzero(sub_labels == sub_labels[split.pair[0]]) if split.pair
-                 else np.arange(len(sub)))
+                 else np.flatnonzero(np.bincount(sub_labels)[sub_labels] > 1))
         fields = split_fields([sub[i] for i in group], split.column[group])
         sub_labels = refine(sub_labels, split.column)
         counts[split.method] += 1

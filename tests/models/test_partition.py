@@ -7,6 +7,7 @@ from mmaprobe.models import partition
 from mmaprobe.models.accumulator import engine_name, evaluate, products_key
 from mmaprobe.models.rows import pool_rows
 from mmaprobe.models.space import neighbourhood
+from mmaprobe.models.split_search import RowPool, SplitSearch
 
 
 @pytest.mark.parametrize("fin,k,step,engines", [("binary16", 8, 7, {"float64", "int64"}),
@@ -62,3 +63,22 @@ def test_row_classes_same_partition_as_the_whole_matrix(stages):
     assert labels.min() == 0 and labels.max() == whole.max()
     assert _partition(labels) == _partition(whole)
     assert 1 < whole.max() + 1 < len(cfgs)  # some configurations split, some together
+
+
+def test_open_columns_evaluate_only_the_configurations_still_together():
+    # a search whose columns are read only on the classes it refines (suite, identify)
+    # evaluates a split's row on the members that share a class; the members alone read 0,
+    # and the refined classes are those of the full column
+    cfgs = neighbourhood("binary16", None, "binary32", 4).configs[::9]
+    (a, b, c), _ = pool_rows(cfgs[0], 200, np.random.default_rng(5))
+    labels = partition.classes_of(partition.outputs_matrix(cfgs, a[:3], b[:3], c[:3]))
+    together = np.bincount(labels)[labels] > 1
+    assert together.any() and not together.all()
+    searches = [SplitSearch(cfgs, RowPool.empty(cfgs), np.random.default_rng(1),
+                            local_rows=400, open_columns=scoped) for scoped in (False, True)]
+    full, scoped = (s.next_split(labels) for s in searches)
+    assert full is not None and scoped is not None and full.row[2] == scoped.row[2]
+    assert np.array_equal(scoped.column[together], full.column[together])
+    assert not scoped.column[~together].any()
+    assert np.array_equal(partition.refine(labels, scoped.column),
+                          partition.refine(labels, full.column))
