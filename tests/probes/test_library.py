@@ -1860,8 +1860,8 @@ def test_scaled_narrow_outputs_read_through_cancellation(tmp_path) -> None:
 
 
 #: wide inputs into 16-bit outputs, one product per block beside c, alignment with a sticky bit
-STICKY_WIDE = ("neab-cancel-c-sticky-tail", "product-normalisation-sticky-wide",
-               "product-normalisation-sticky-wide-near")
+STICKY_WIDE = ("neab-cancel-c-sticky-tail", "neab-cancel-c-sticky-cross",
+               "product-normalisation-sticky-wide", "product-normalisation-sticky-wide-near")
 WIDE_STICKY = """\
 id: binary64-sticky-binary16
 formats: {in: binary64, c: binary16, out: binary16}
@@ -1871,6 +1871,14 @@ vary:
   neab: [-4, 0, 1, 2, 5]
   final_rounding: [rz, rne, rd]
   product_normalisation: [normalised, denormalised]
+---
+id: binary32-sticky-binary16
+formats: {in: binary32, c: binary16, out: binary16}
+k: [2]
+fixed: {algorithm: fused, nfma: 1, align_rounding: rz_sticky, c_placement: early}
+vary:
+  neab: [-2, -1, 0, 1, 2, 3]
+  final_rounding: [rz, rne]
 ---
 id: binary32-sticky-bfloat16
 formats: {in: binary32, c: bfloat16, out: bfloat16}
@@ -1885,9 +1893,11 @@ vary:
 
 def test_sticky_probes_read_wide_products_into_narrow_outputs(tmp_path) -> None:
     # a binary64 product cancelled by c leaves its low bits to the sticky bit, which the
-    # output shows as an ulp (F = 23 from 25 into binary16, the tail scan); with F known,
+    # output shows as an ulp (F = 23 from 25 into binary16, the tail scan; binary32 through
+    # the cross term of (1 + 2^-23)(1 + 2^-m), inconclusive only at F = 22); with F known,
     # (2 - 2^-F) x 1.5 beside c = 2^(E - F) reaches an output value only when the product
     # is aligned a binade up (normalised)
     _decided_by(tmp_path, WIDE_STICKY, STICKY_WIDE, "neab", "binary64-sticky-binary16",
-                also=(("product_normalisation", "binary64-sticky-binary16"),
+                also=(("neab", "binary32-sticky-binary16"),
+                      ("product_normalisation", "binary64-sticky-binary16"),
                       ("product_normalisation", "binary32-sticky-bfloat16")))
