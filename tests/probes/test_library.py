@@ -1901,3 +1901,33 @@ def test_sticky_probes_read_wide_products_into_narrow_outputs(tmp_path) -> None:
                 also=(("neab", "binary32-sticky-binary16"),
                       ("product_normalisation", "binary64-sticky-binary16"),
                       ("product_normalisation", "binary32-sticky-bfloat16")))
+
+
+WIDE_K2 = """\
+id: binary64-k2-binary16
+formats: {in: binary64, c: binary16, out: binary16}
+k: [2]
+fixed: {algorithm: fused, c_placement: late}
+vary:
+  nfma: [1, 2]
+  neab: [-8, 0, 2]
+  final_rounding: [rz, rne, ru, rna]
+---
+id: binary32-k2-bfloat16
+formats: {in: binary32, c: bfloat16, out: bfloat16}
+k: [2]
+fixed: {algorithm: fused}
+vary:
+  nfma: [1, 2]
+  neab: [-14, 0, 2]
+  c_placement: [early, late]
+  final_rounding: [rz, rne]
+"""
+
+
+def test_wide_products_tell_one_block_from_two_at_k2(tmp_path) -> None:
+    # 2^E (1 + 2^-(out_t + 2)) - 2^E: one block keeps the quarter ulp, a block of the first
+    # product alone rounds it away (binary64 into binary16 with c late under rne, which the
+    # order-swap probes leave open)
+    _decided_by(tmp_path, WIDE_K2, ("nfma-pair-wide-cancel",), "nfma", "binary64-k2-binary16",
+                also=(("nfma", "binary32-k2-bfloat16"),))
