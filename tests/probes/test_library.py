@@ -1931,3 +1931,26 @@ def test_wide_products_tell_one_block_from_two_at_k2(tmp_path) -> None:
     # order-swap probes leave open)
     _decided_by(tmp_path, WIDE_K2, ("nfma-pair-wide-cancel",), "nfma", "binary64-k2-binary16",
                 also=(("nfma", "binary32-k2-bfloat16"),))
+
+
+FP8_K2_WIDE = """\
+id: e4m3-k2-binary64
+formats: {in: e4m3, c: binary64, out: binary64}
+k: [2]
+fixed: {algorithm: fused, c_placement: late}
+vary:
+  nfma: [1, 2]
+  neab: [-10, 0, 2]
+  final_rounding: [rne, rna, ru]
+  align_rounding: [rz, rne, rd, rz_sticky]
+"""
+
+
+def test_pair_scan_reads_f_where_the_output_holds_the_difference(tmp_path) -> None:
+    # 2^16 - 2^(16 - j) from two e4m3 products: binary64 holds it exactly whatever the final
+    # rounding, so the first j that leaves it is F + 1 (neab-pair-dn reads only rz and rd)
+    rep = _never_wrong(tmp_path, FP8_K2_WIDE)
+    (res,) = [r for r in rep.results if r.probe.id == "neab-pair-dn-exact"]
+    # every configuration but the sticky ones: nfma x neab x final x three alignments
+    assert res.tried == res.correct == 2 * 3 * 3 * 3, (res.tried, res.correct)
+    _decided_more_with(tmp_path, rep, ("neab-pair-dn-exact",), ("neab",))
