@@ -22,11 +22,12 @@ rows in cache-sized chunks:
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 
 import numpy as np
 
 from .config import AccumulatorConfig
-from .engine_float import product_key, run_fdrda, run_float
+from .engine_float import product_key, run_fdrda, run_float, run_float_variants, variant_key
 from .engine_int import int_dtype, int_product_key, log2ceil, run_int
 from .errors import InputError
 from .formats import get_format
@@ -64,6 +65,46 @@ def evaluate(cfg: AccumulatorConfig, a, b, c, scale_a=None, scale_b=None,
             out[lo:hi] = run_int(cfg, a[lo:hi], b[lo:hi], c[lo:hi],
                                  (scales[0][lo:hi], scales[1][lo:hi]))
     return out
+
+
+def evaluate_variants(cfgs: Sequence[AccumulatorConfig], a, b, c,
+                      memo: dict | None = None) -> np.ndarray:
+    """(len(cfgs), N): :func:`evaluate` of each configuration, where all of them have one
+    :func:`variants_key` (the float64 engine evaluates them at once).
+
+    >>> import dataclasses
+    >>> from mmaprobe.models.presets import get_preset
+    >>> rz = get_preset("v100-fp16-fp32").config
+    >>> rn = dataclasses.replace(rz, final_rounding="rne", neab=1)
+    >>> a = np.array([[0x3FFF, 0x3FFF, 0, 0]] * 2, np.uint64)
+    >>> b = np.array([[0x3C00, 0x3C00, 0, 0]] * 2, np.uint64)
+    >>> c = np.array([0, 0x34C00000], np.uint64)
+    >>> [[hex(int(x)) for x in row] for row in evaluate_variants([rz, rn], a, b, c)]
+    [['0x407fe000', '0x407fe001'], ['0x407fe000', '0x407fe002']]
+    """
+    cfg = cfgs[0]
+    key = variants_key(cfg)
+    if key is None or any(variants_key(x) != key for x in cfgs[1:]):
+        raise ValueError("evaluate_variants: configurations of different variants_key")
+    if cfg.scales:
+        a, b, scale_a, scale_b = unpack(cfg, a, b)
+    a, b, c = _check_shapes(cfg, a, b, c)
+    scales = _check_scales(cfg, a.shape[0], scale_a, scale_b) if cfg.scales else None
+    out = np.empty((len(cfgs), a.shape[0]), dtype=np.uint64)
+    for lo in range(0, a.shape[0], CHUNK):
+        hi = lo + CHUNK
+        chunk_memo = None if memo is None else memo.setdefault(lo, {})
+        sc = None if scales is None else (scales[0][lo:hi], scales[1][lo:hi])
+        out[:, lo:hi] = run_float_variants(cfgs, a[lo:hi], b[lo:hi], c[lo:hi], sc,
+                                           memo=chunk_memo)
+    return out
+
+
+def variants_key(cfg: AccumulatorConfig) -> tuple | None:
+    """Configurations of the float64 engine (:func:`engine_name`) that differ at most in
+    neab and the final rounding share a key, which :func:`evaluate_variants` evaluates at
+    once; None for the other engines."""
+    return variant_key(cfg) if _engine(cfg) is run_float else None
 
 
 def products_key(cfg: AccumulatorConfig) -> tuple:

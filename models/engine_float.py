@@ -15,7 +15,9 @@ values, the late addition of c and the block order are shared with :mod:`.engine
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -26,6 +28,9 @@ from .reference import FDRDA_DOT_BITS as _FDRDA_DOT_BITS
 from .reference import GFDRDA_C_RZ_BELOW as _GFDRDA_C_RZ_BELOW
 
 _B32 = get_format("binary32")
+#: rows of one pass of :func:`run_float_variants` (all variants together): a (rows, k)
+#: float64 array stays within the L2 cache for k <= 32
+VARIANT_ROWS = 8192
 
 
 @functools.lru_cache(maxsize=32)
@@ -139,17 +144,58 @@ def run_float(cfg: AccumulatorConfig, a, b, c, scales=None,
               memo: dict | None = None) -> np.ndarray:
     """Fused blocks (FDA/CoFDA) in float64, exact by the module docstring's argument
     (``scales`` and ``memo``: see :func:`block_products`)."""
+    blocks = block_products(cfg, a, b, memo, scales)
+    return _chain(cfg, blocks, np.asarray(c, np.uint64), cfg.frac_bits, cfg.final_rounding)
+
+
+def variant_key(cfg: AccumulatorConfig) -> tuple:
+    """Configurations with one key differ at most in neab and the final rounding:
+    :func:`run_float_variants` evaluates them together."""
+    return tuple(getattr(cfg, f.name) for f in dataclasses.fields(cfg)
+                 if f.name not in ("neab", "final_rounding"))
+
+
+def run_float_variants(cfgs: Sequence[AccumulatorConfig], a, b, c, scales=None,
+                       memo: dict | None = None) -> np.ndarray:
+    """(len(cfgs), n): :func:`run_float` of configurations of one :func:`variant_key` at
+    once, their rows stacked (the loop over the blocks, the cost of a chained unit with
+    narrow blocks, runs once for all of them)."""
+    # rows of one final rounding together: variant i's rows are i * m .. (i + 1) * m
+    order = sorted(range(len(cfgs)), key=lambda i: cfgs[i].final_rounding)
+    cfgs = [cfgs[i] for i in order]
+    cfg = cfgs[0]
+    blocks = block_products(cfg, a, b, memo, scales)
+    c = np.asarray(c, np.uint64)
+    n, g = len(c), len(cfgs)
+    out = np.empty((g, n), dtype=np.uint64)
+    step = max(1, VARIANT_ROWS // g)
+    for lo in range(0, n, step):
+        hi = min(n, lo + step)
+        m = hi - lo
+        part = [tuple(np.tile(x[lo:hi], (g,) + (1,) * (x.ndim - 1)) for x in blk)
+                for blk in blocks]
+        F = np.repeat(np.array([x.frac_bits for x in cfgs]), m)
+        modes = [x.final_rounding for x in cfgs]
+        mode = (modes[0] if modes[0] == modes[-1] else
+                [(md, slice(modes.index(md) * m, (len(modes) - modes[::-1].index(md)) * m))
+                 for md in dict.fromkeys(modes)])
+        out[order, lo:hi] = _chain(cfg, part, np.tile(c[lo:hi], g), F, mode).reshape(g, m)
+    return out
+
+
+def _chain(cfg: AccumulatorConfig, blocks: list[tuple], c, F, mode) -> np.ndarray:
+    """The blocks' products added to c block by block (c late: after them), each block's
+    sum rounded to the output format.  F: the fraction bits, an int or one per row;
+    mode: the final rounding, a name or [(name, the slice of rows it rounds), ...]."""
     fout = get_format(cfg.out_format)
-    F = cfg.frac_bits
-    mode, amode = cfg.final_rounding, cfg.align_rounding
+    amode = cfg.align_rounding
     sticky = amode == "rz_sticky"
     p_out = fout.p if cfg.out_frac_bits is None else cfg.out_frac_bits + 1
     late = cfg.c_placement == "late"
     fc = get_format(cfg.c_format)
     acc, acc_fmt = (np.zeros_like(c), fout) if late else (c, fc)
     with np.errstate(invalid="ignore", over="ignore"):
-        for blk, (p, pe, emax, neg_any, neg_all) in enumerate(
-                block_products(cfg, a, b, memo, scales)):
+        for blk, (p, pe, emax, neg_any, neg_all) in enumerate(blocks):
             p_in = p  # the products before overflow: the input specials decide first
             p, emax = _unit_products(cfg, p, pe, emax)
             flush_c = ("inputs" if blk == 0 else "sums") in cfg.flush
@@ -171,16 +217,25 @@ def run_float(cfg: AccumulatorConfig, a, b, c, scales=None,
                 total = np.where(special, 0.0, total)
             unit = emax - F - int(sticky)
             if cfg.carry_bits is not None:
-                limit = 2.0 ** (F + 2 + cfg.carry_bits + int(sticky))
+                limit = _pow2(F + 2 + cfg.carry_bits + int(sticky) + np.zeros_like(emax))
                 total = np.where(np.abs(total) < limit, total, np.fmod(total, limit))
             cneg = np.signbit(vc)
-            zs = exact_zero_sign(mode, live, neg_any | cneg, neg_all & cneg, cfg.zero_sign)
+            zs = _by_mode(mode, lambda md, *x: exact_zero_sign(md, *x, cfg.zero_sign),
+                          live, neg_any | cneg, neg_all & cneg)
             d = _float_round(fout, total, unit, mode, zs, p_out, "output" in cfg.flush,
                              cfg.zero_sign == "positive")
             if any_special:
                 d = _apply_specials(cfg, fout, d, spec_nan, special & ~spec_nan, spec_neg)
             acc, acc_fmt = d, fout
     return _late_c(cfg, fout, fc, acc, c) if late else acc
+
+
+def _by_mode(mode, f, *xs):
+    """f(mode, *xs) for a rounding mode's name; for [(name, rows), ...], f(name, ...) of
+    each slice of rows, concatenated."""
+    if isinstance(mode, str):
+        return f(mode, *xs)
+    return np.concatenate([f(md, *(x[rows] for x in xs)) for md, rows in mode])
 
 
 def _unit_products(cfg: AccumulatorConfig, p, pe, emax):
@@ -306,6 +361,26 @@ def _sticky(x):
     return np.where(t != x, t + np.copysign(1.0, x), t)
 
 
+def _round_integer(y, mode: str) -> np.ndarray:
+    """The float64 y rounded to an integer with mode."""
+    if mode == "rz":
+        return np.trunc(y)
+    if mode == "rd":
+        return np.floor(y)
+    if mode == "ru":
+        return np.ceil(y)
+    if mode == "rne":
+        return np.rint(y)
+    if mode == "rna":
+        t = np.trunc(y)
+        return t + np.copysign((np.abs(y - t) >= 0.5).astype(np.float64), y)
+    # ro
+    t = np.trunc(y)
+    m = np.abs(t)
+    m = np.where((t != y) & (np.fmod(m, 2.0) == 0), m + 1.0, m)
+    return np.copysign(m, y)
+
+
 def _float_round(fmt: Format, total, unit, mode, zero_sign, p, flush,
                  positive_zero: bool = False) -> np.ndarray:
     """Round the exact float64 integer total * 2**unit to fmt with mode (see _round_bits);
@@ -316,22 +391,7 @@ def _float_round(fmt: Format, total, unit, mode, zero_sign, p, flush,
     Ec = np.maximum(E, fmt.emin)
     qe = Ec - (p - 1)
     y = total * _pow2(np.where(nz, unit - qe, 0))
-    if mode == "rz":
-        r = np.trunc(y)
-    elif mode == "rd":
-        r = np.floor(y)
-    elif mode == "ru":
-        r = np.ceil(y)
-    elif mode == "rne":
-        r = np.rint(y)
-    elif mode == "rna":
-        t = np.trunc(y)
-        r = t + np.copysign((np.abs(y - t) >= 0.5).astype(np.float64), y)
-    else:  # ro
-        t = np.trunc(y)
-        m = np.abs(t)
-        m = np.where((t != y) & (np.fmod(m, 2.0) == 0), m + 1.0, m)
-        r = np.copysign(m, y)
+    r = _by_mode(mode, lambda md, x: _round_integer(x, md), y)
     v = r * _pow2(qe)
     v = np.where(np.abs(v) >= 2.0 ** (fmt.emax + 1), np.copysign(np.inf, total), v)
     zero = 0.0 if positive_zero else np.copysign(0.0, total)

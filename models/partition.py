@@ -16,7 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from .accumulator import evaluate, products_key
+from .accumulator import evaluate, evaluate_variants, products_key, variants_key
 from .config import AccumulatorConfig
 
 _MIX1 = np.uint64(0x9E3779B97F4A7C15)
@@ -65,15 +65,25 @@ def outputs_matrix(configs: Sequence[AccumulatorConfig], a: np.ndarray, b: np.nd
 
 
 def _outputs_block(job: tuple, progress: Callable[[str], None] | None = None) -> np.ndarray:
-    """Every configuration on the rows, in order of their products (evaluate's memo)."""
+    """Every configuration on the rows, in order of their products (evaluate's memo), the
+    float64 engine's variants of one configuration at once (evaluate_variants)."""
     configs, a, b, c = job
     out = np.empty((len(configs), a.shape[0]), dtype=np.uint64)
     memo: dict = {}
-    order = sorted(range(len(configs)), key=lambda i: products_key(configs[i]))
-    for n, i in enumerate(order):
-        if progress and n and n % 500 == 0:
-            progress(f"evaluated {n}/{len(configs)} configurations on {a.shape[0]} rows")
-        out[i] = evaluate(configs[i], a, b, c, memo=memo)
+    groups: dict[tuple, list[int]] = {}
+    for i, cfg in enumerate(configs):
+        key = variants_key(cfg)
+        groups.setdefault(("alone", i) if key is None else key, []).append(i)
+    order = sorted(groups.values(), key=lambda g: products_key(configs[g[0]]))
+    done = 0
+    for group in order:
+        if progress and done // 500 != (done + len(group)) // 500:
+            progress(f"evaluated {done}/{len(configs)} configurations on {a.shape[0]} rows")
+        done += len(group)
+        if len(group) == 1:
+            out[group[0]] = evaluate(configs[group[0]], a, b, c, memo=memo)
+        else:
+            out[group] = evaluate_variants([configs[i] for i in group], a, b, c, memo=memo)
     return out
 
 

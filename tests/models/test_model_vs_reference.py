@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import zlib
 from fractions import Fraction
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mmaprobe.models import accumulator, engine_int
+from mmaprobe.models import accumulator, engine_float, engine_int
 from mmaprobe.models.accumulator import evaluate
 from mmaprobe.models.config import (
     ALIGN_ROUNDINGS,
@@ -492,3 +493,34 @@ def test_many_random_rows(cfg):
     for kind in KINDS:
         a, b, c = random_rows(cfg, 3000, rng, kind)
         _compare(cfg, a, b, c, kind)
+
+
+# -- the float64 engine's variants evaluated at once ----------------------------------------
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cfg=configs().filter(lambda c: accumulator.variants_key(c) is not None),
+       seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(KINDS),
+       changes=st.lists(st.tuples(st.sampled_from([-23, -10, -3, 0, 1, 2, 3, 8, 20]),
+                                  st.sampled_from(ROUNDING_MODES)), min_size=2, max_size=6))
+def test_variants_at_once_match_one_by_one(cfg, seed, kind, changes):
+    """evaluate_variants (variants' rows stacked, the final roundings by slices of rows,
+    several passes over the rows) gives each configuration's own evaluate."""
+    key = accumulator.variants_key(cfg)
+    variants = [cfg]
+    for neab, mode in changes:
+        try:
+            v = dataclasses.replace(cfg, neab=neab, final_rounding=mode)
+        except ValueError:
+            continue
+        if accumulator.variants_key(v) == key:
+            variants.append(v)
+    a, b, c = random_rows(cfg, 40, np.random.default_rng(seed), kind)
+    saved = engine_float.VARIANT_ROWS
+    engine_float.VARIANT_ROWS = 64  # passes of 64 // len(variants) rows
+    try:
+        together = accumulator.evaluate_variants(variants, a, b, c)
+    finally:
+        engine_float.VARIANT_ROWS = saved
+    for v, row in zip(variants, together):
+        bad = np.flatnonzero(row != evaluate(v, a, b, c))
+        assert bad.size == 0, (v.describe(), kind, bad[:5])
