@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from mmaprobe.models.accumulator import evaluate
+from mmaprobe.models.accumulator import evaluate, evaluate_variants, variants_key
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.features import expression_bindings, feature_value
 from mmaprobe.models.formats import get_format
@@ -236,7 +236,27 @@ def _batch(todo: list[tuple[Probe, Instance]], cfg: AccumulatorConfig):
     instance's rows in it: (a, b, c, picks), ``picks[i]`` the batch rows of instance i in
     its row order; a and b of a block-scaled unit are packed rows (the k values, then the
     scale factors: a scaled probe's own, else 1)."""
-    blocks = [_row_matrix(inst, cfg) for _, inst in todo]
+    return _unique_rows([_row_matrix(inst, cfg) for _, inst in todo])
+
+
+def _union(batches: list[tuple]) -> tuple:
+    """(a, b, c, picks): the rows of several batches (see :func:`_batch`) once each, and
+    per batch the indices of its rows among them."""
+    if all(x is batches[0] for x in batches):
+        a, b, c, _ = batches[0]
+        return a, b, c, [slice(None)] * len(batches)
+    return _unique_rows([np.column_stack([a, b, c]) for a, b, c, _ in batches])
+
+
+def _unique_rows(blocks: list[np.ndarray]) -> tuple:
+    """(a, b, c, picks) of row matrices (a, then b, then c in each row): every distinct
+    row once, and per block the indices of its rows among them.
+
+    >>> a, b, c, picks = _unique_rows([np.array([[1, 2, 3], [4, 5, 6]], np.uint64),
+    ...                                np.array([[4, 5, 6], [0, 0, 1]], np.uint64)])
+    >>> c.tolist(), [p.tolist() for p in picks]
+    ([1, 3, 6], [[1, 2], [2, 0]])
+    """
     rows = np.concatenate(blocks)
     # rows as opaque records: np.unique sorts and merges equal (a, b, c) rows
     width = rows.dtype.itemsize * rows.shape[1]
@@ -244,9 +264,8 @@ def _batch(todo: list[tuple[Probe, Instance]], cfg: AccumulatorConfig):
     _, first, inverse = np.unique(records, return_index=True, return_inverse=True)
     unique = rows[first]
     w = (rows.shape[1] - 1) // 2
-    inverse = inverse.ravel()
     ends = np.cumsum([len(m) for m in blocks])
-    picks = np.split(inverse, ends[:-1])
+    picks = np.split(inverse.ravel(), ends[:-1])
     return (np.ascontiguousarray(unique[:, :w]), np.ascontiguousarray(unique[:, w:2 * w]),
             np.ascontiguousarray(unique[:, 2 * w]), picks)
 
@@ -320,6 +339,7 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
                            "rejected": space.rejected, "excluded": space.excluded})
         cov = {f: Coverage(space.id, f) for f in coverage}
         cover.extend(cov.values())
+        todos: list[list[tuple[Probe, Instance]]] = []
         for ci, cfg in enumerate(space.configs):
             nconf += 1
             if progress and ci % 200 == 0:
@@ -346,16 +366,38 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
                     inst = _instances(p, cfg, caches, carrier)
                     if inst is not None and p.id not in have:
                         todo.append((p, inst))
+            todos.append(todo)
+        # the model on each configuration's rows; configurations that differ only in neab
+        # and the final rounding in one call on the union of their rows
+        # (accumulator.evaluate_variants), as one call costs about as much as a few hundred
+        # rows (its loop over the blocks)
+        batches: list[tuple | None] = []
+        together: dict[tuple, list[int]] = {}
+        for ci, (cfg, todo) in enumerate(zip(space.configs, todos)):
+            if not todo:
+                batches.append(None)
+                continue
+            bkey = tuple(id(inst) for _, inst in todo) + (cfg.scale_format, cfg.scales)
+            if bkey not in batch_cache:
+                batch_cache[bkey] = _batch(todo, cfg)
+            batches.append(batch_cache[bkey])
+            vkey = variants_key(cfg)
+            together.setdefault(("alone", ci) if vkey is None else vkey, []).append(ci)
+        outs: dict[int, np.ndarray] = {}
+        for group in together.values():
+            a_arr, b_arr, c_arr, picks = _union([batches[i] for i in group])
+            if len(group) == 1:
+                outs[group[0]] = evaluate(space.configs[group[0]], a_arr, b_arr, c_arr)
+            else:
+                many = evaluate_variants([space.configs[i] for i in group], a_arr, b_arr,
+                                         c_arr)
+                outs.update((i, many[j][pick]) for j, (i, pick) in enumerate(zip(group, picks)))
+            calls += 1
+            total_rows += len(c_arr) * len(group)
+        for ci, (cfg, todo) in enumerate(zip(space.configs, todos)):
             outcomes: dict[str, list[tuple[Outcome, Any]]] = {}
             if todo:
-                bkey = tuple(id(inst) for _, inst in todo) + (cfg.scale_format, cfg.scales)
-                batch = batch_cache.get(bkey)
-                if batch is None:
-                    batch = batch_cache[bkey] = _batch(todo, cfg)
-                a_arr, b_arr, c_arr, maps = batch
-                out = evaluate(cfg, a_arr, b_arr, c_arr)
-                calls += 1
-                total_rows += len(c_arr)
+                out, maps = outs[ci], batches[ci][3]
                 fout = get_format(cfg.out_format)
                 for (p, inst), m in zip(todo, maps):
                     outputs = out[m].tolist()
