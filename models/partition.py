@@ -22,12 +22,12 @@ from .config import AccumulatorConfig
 _MIX1 = np.uint64(0x9E3779B97F4A7C15)
 _MIX2 = np.uint64(0xBF58476D1CE4E5B9)
 
-#: configurations x (rows + FIXED_ROWS) x K below which one process is faster than forking
-#: workers (about 0.2 s of model time)
-PARALLEL_WORK = 10_000_000
-#: one model call costs about as much as this many rows besides its rows (its Python-level
-#: loop over the blocks): a column of one row over a thousand configurations is worth forking
-FIXED_ROWS = 1000
+#: (calls x FIXED_ROWS + configurations x rows) x K below which one process is faster than
+#: forking workers (about 1 s of model time: forking and gathering cost about 0.5 s)
+PARALLEL_WORK = 25_000_000
+#: one model call (a configuration, or a float64 configuration's variants together) costs
+#: about as much as this many rows besides its rows (its Python-level loop over the blocks)
+FIXED_ROWS = 500
 
 
 def outputs_matrix(configs: Sequence[AccumulatorConfig], a: np.ndarray, b: np.ndarray,
@@ -56,7 +56,8 @@ def outputs_matrix(configs: Sequence[AccumulatorConfig], a: np.ndarray, b: np.nd
             a, b, c = a[first], b[first], c[first]
         else:
             inv = None
-    work = len(configs) * (a.shape[0] + FIXED_ROWS) * a.shape[1]
+    calls = len({variants_key(cfg) or i for i, cfg in enumerate(configs)})
+    work = (calls * FIXED_ROWS + len(configs) * a.shape[0]) * a.shape[1]
     if jobs > 1 and len(configs) > 1 and work >= PARALLEL_WORK:
         out = _outputs_parallel(configs, a, b, c, progress, jobs)
     else:
