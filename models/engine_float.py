@@ -160,33 +160,32 @@ def run_float_variants(cfgs: Sequence[AccumulatorConfig], a, b, c, scales=None,
     """(len(cfgs), n): :func:`run_float` of configurations of one :func:`variant_key` at
     once, their rows stacked (the loop over the blocks, the cost of a chained unit with
     narrow blocks, runs once for all of them)."""
-    # rows of one final rounding together: variant i's rows are i * m .. (i + 1) * m
+    # variants of one final rounding together: the rounding works on slices of variants
     order = sorted(range(len(cfgs)), key=lambda i: cfgs[i].final_rounding)
     cfgs = [cfgs[i] for i in order]
     cfg = cfgs[0]
     blocks = block_products(cfg, a, b, memo, scales)
     c = np.asarray(c, np.uint64)
     n, g = len(c), len(cfgs)
+    F = np.array([x.frac_bits for x in cfgs])[:, None]  # (variants, 1): one per variant
+    modes = [x.final_rounding for x in cfgs]
+    mode = (modes[0] if modes[0] == modes[-1] else
+            [(md, slice(modes.index(md), len(modes) - modes[::-1].index(md)))
+             for md in dict.fromkeys(modes)])
     out = np.empty((g, n), dtype=np.uint64)
     step = max(1, VARIANT_ROWS // g)
     for lo in range(0, n, step):
         hi = min(n, lo + step)
-        m = hi - lo
-        part = [tuple(np.tile(x[lo:hi], (g,) + (1,) * (x.ndim - 1)) for x in blk)
-                for blk in blocks]
-        F = np.repeat(np.array([x.frac_bits for x in cfgs]), m)
-        modes = [x.final_rounding for x in cfgs]
-        mode = (modes[0] if modes[0] == modes[-1] else
-                [(md, slice(modes.index(md) * m, (len(modes) - modes[::-1].index(md)) * m))
-                 for md in dict.fromkeys(modes)])
-        out[order, lo:hi] = _chain(cfg, part, np.tile(c[lo:hi], g), F, mode).reshape(g, m)
+        part = [tuple(x[lo:hi] for x in blk) for blk in blocks]
+        out[order, lo:hi] = _chain(cfg, part, np.tile(c[lo:hi], (g, 1)), F, mode)
     return out
 
 
 def _chain(cfg: AccumulatorConfig, blocks: list[tuple], c, F, mode) -> np.ndarray:
     """The blocks' products added to c block by block (c late: after them), each block's
-    sum rounded to the output format.  F: the fraction bits, an int or one per row;
-    mode: the final rounding, a name or [(name, the slice of rows it rounds), ...]."""
+    sum rounded to the output format.  F: the fraction bits, an int, or (variants, 1) for
+    variants' c of shape (variants, rows), beside which the blocks' products (rows, nfma)
+    broadcast; mode: the final rounding, a name or [(name, slice of variants), ...]."""
     fout = get_format(cfg.out_format)
     amode = cfg.align_rounding
     sticky = amode == "rz_sticky"
@@ -206,9 +205,9 @@ def _chain(cfg: AccumulatorConfig, blocks: list[tuple], c, F, mode) -> np.ndarra
             # an inf/NaN c or product has exponent 1024 in float64: keep the scale finite
             emax = np.where(live, np.minimum(emax, 900), 0)
             scale = _pow2(F + int(sticky) - emax)
-            x = _align(p * scale[:, None], amode)
+            x = _align(p * scale[..., None], amode)
             xc = _align(vc * scale, amode)
-            total = x.sum(1) + xc
+            total = x.sum(-1) + xc
             # any inf/NaN term makes the exact-float sum inf/NaN exactly as FDA step 1 says
             special = ~np.isfinite(total)
             any_special = special.any()
@@ -227,12 +226,14 @@ def _chain(cfg: AccumulatorConfig, blocks: list[tuple], c, F, mode) -> np.ndarra
             if any_special:
                 d = _apply_specials(cfg, fout, d, spec_nan, special & ~spec_nan, spec_neg)
             acc, acc_fmt = d, fout
-    return _late_c(cfg, fout, fc, acc, c) if late else acc
+    if not late:
+        return acc
+    return _late_c(cfg, fout, fc, acc.reshape(-1), c.reshape(-1)).reshape(c.shape)
 
 
 def _by_mode(mode, f, *xs):
-    """f(mode, *xs) for a rounding mode's name; for [(name, rows), ...], f(name, ...) of
-    each slice of rows, concatenated."""
+    """f(mode, *xs) for a rounding mode's name; for [(name, variants), ...], f(name, ...)
+    of each slice of variants (the first axis of xs), concatenated."""
     if isinstance(mode, str):
         return f(mode, *xs)
     return np.concatenate([f(md, *(x[rows] for x in xs)) for md, rows in mode])
