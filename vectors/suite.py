@@ -15,8 +15,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,8 +107,9 @@ def pipeline_order(probes: list[Any]) -> list[Any]:
 
 
 def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
-                  max_bindings: int = 16) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Instantiate applicable probes into bld.
+                  max_bindings: int = 16, jobs: int = 1
+                  ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Instantiate applicable probes into bld (in ``jobs`` processes when there are many).
 
     Returns the instance records (probe id and digest, bindings, vector ids) and the
     documents of the probes used, which the suite embeds so that ``infer`` decides with
@@ -125,84 +128,134 @@ def probe_vectors(bld: _Builder, files: list[str] | None, notes: list[str],
                      "where a probe names a.* and b.*; rows with scale factors carry scale "
                      "factors of 1, save those of scaled probes (sa, sb)")
     paths = files if files is not None else [str(p) for p in library_files("library")]
-    probes = [p for p in load_probes(paths)
-              if any(p.applies_to_formats(x, sp.c_format, sp.out_format, sp.k, y, fs)
-                     for x, y in instantiation_formats(p, fa, fb))]
+    probes = pipeline_order([p for p in load_probes(paths)
+                             if any(p.applies_to_formats(x, sp.c_format, sp.out_format, sp.k,
+                                                         y, fs)
+                                    for x, y in instantiation_formats(p, fa, fb))])
     records = []
     documents: dict[str, Any] = {}
-    columns: dict[str, list[Any]] = {}  # a feature's value on every configuration, once
+    for p, (p_notes, instances) in zip(probes, _all_instances(probes, sp, max_bindings,
+                                                              jobs)):
+        notes += p_notes
+        for rec, vids, provs, rows_a, rows_b, cs in instances:
+            for r, (vid, prov) in enumerate(zip(vids, provs)):
+                bld.add(vid, rows_a[r], rows_b[r], cs[r], prov)
+            documents[p.id] = p.document
+            records.append(rec)
+    return records, documents
+
+
+#: probes per process below which instantiating in one process is faster than forking
+PARALLEL_PROBES = 50
+_WORK: tuple = ()  # (probes, space, max_bindings) for the forked workers
+
+
+def _all_instances(probes: list[Any], sp: CandidateSpace, max_bindings: int,
+                   jobs: int) -> list[tuple[list[str], list[tuple]]]:
+    """:func:`_probe_instances` of every probe, in order (forked workers share them out by
+    interleaved probes: the costly ones spread over the workers)."""
+    global _WORK
+    if jobs < 2 or len(probes) < PARALLEL_PROBES * jobs:
+        columns: dict[str, list[Any]] = {}
+        return [_probe_instances(p, sp, max_bindings, columns) for p in probes]
+    nchunks = 4 * jobs
+    chunks = [list(range(i, len(probes), nchunks)) for i in range(nchunks)]
+    out: list[Any] = [None] * len(probes)
+    _WORK = (probes, sp, max_bindings)
+    try:
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            for chunk, part in zip(chunks, pool.map(_chunk_instances, chunks)):
+                for i, x in zip(chunk, part):
+                    out[i] = x
+    finally:
+        _WORK = ()
+    return out
+
+
+def _chunk_instances(chunk: list[int]) -> list[tuple[list[str], list[tuple]]]:
+    probes, sp, max_bindings = _WORK
+    columns: dict[str, list[Any]] = {}
+    return [_probe_instances(probes[i], sp, max_bindings, columns) for i in chunk]
+
+
+def _probe_instances(p: Any, sp: CandidateSpace, max_bindings: int,
+                     columns: dict[str, list[Any]]) -> tuple[list[str], list[tuple]]:
+    """(notes, instances) of one probe on the space: per distinct binding of the features
+    it requires, the record, vector ids, provenances, and rows (a and b as the model reads
+    them, c).  ``columns``: a feature's value on every configuration, memoised."""
+    first = sp.configs[0]
+    fa, fb, fs = first.in_format, first.b_fmt, first.scale_format
+    notes: list[str] = []
 
     def column(name: str) -> list[Any]:
         if name not in columns:
             columns[name] = [feature_value(cfg, name) for cfg in sp.configs]
         return columns[name]
 
-    for p in pipeline_order(probes):
-        bindings: list[dict[str, int]] = []
-        holds: dict[tuple, bool] = {}  # applies_when per binding: many configurations share one
-        fields = sorted(set(p.requires) | set(p.when))
-        # `when` and the bindings depend on these features' values only (the space fixes the
-        # formats and K): one evaluation per distinct tuple of values, and unless the probe
-        # names the configurations it was verified on, the first configuration of a tuple
-        # stands for all of them
-        by_values: dict[tuple, dict[str, int] | None] = {}
-        per_config = p.verified_on is not None
-        tuples = zip(*(column(n) for n in fields)) if fields else [()] * len(sp.configs)
-        for cfg, vals in zip(sp.configs, tuples):
-            if vals in by_values and not per_config:
-                continue
-            if vals not in by_values:
-                by_values[vals] = (expression_bindings(cfg, p.requires)
-                                   if p.when_matches(dict(zip(fields, vals))) else None)
-            bnd = by_values[vals]
-            if bnd is None or bnd in bindings or not p.applies_to_config(cfg):
-                continue
-            key = tuple(sorted(bnd.items()))
-            if key not in holds:
-                holds[key] = any(
-                    p.applies_to_formats(x, sp.c_format, sp.out_format, sp.k, y, fs)
-                    and p.applies_when_holds(x, sp.c_format, sp.out_format, sp.k, bnd, y, fs)
-                    for x, y in instantiation_formats(p, fa, fb))
-            if holds[key]:
-                bindings.append(bnd)
-                if len(bindings) > max_bindings:  # the rest would not be instantiated
-                    break
-        if not bindings:
+    bindings: list[dict[str, int]] = []
+    holds: dict[tuple, bool] = {}  # applies_when per binding: many configurations share one
+    fields = sorted(set(p.requires) | set(p.when))
+    # `when` and the bindings depend on these features' values only (the space fixes the
+    # formats and K): one evaluation per distinct tuple of values, and unless the probe
+    # names the configurations it was verified on, the first configuration of a tuple
+    # stands for all of them
+    by_values: dict[tuple, dict[str, int] | None] = {}
+    per_config = p.verified_on is not None
+    tuples = zip(*(column(n) for n in fields)) if fields else [()] * len(sp.configs)
+    for cfg, vals in zip(sp.configs, tuples):
+        if vals in by_values and not per_config:
             continue
-        if len(bindings) > max_bindings:
-            notes.append(f"probe {p.id}: more than {max_bindings} bindings of "
-                         f"{list(p.requires)} in the space; instantiated the first "
-                         f"{max_bindings}")
-            bindings = bindings[:max_bindings]
-        for bnd in bindings:
-            inst, carrier = _instance(p, sp, bnd, fa, fb, notes)
-            if inst is None:
-                continue
-            tag = "" if not bnd else "@" + ",".join(f"{n}={v}" for n, v in sorted(bnd.items()))
-            names = {r: (n, None) for n, r in inst.rows.items()}
-            for s, items in inst.sweeps.items():
-                for i, r in items:
-                    names[r] = (s, i)
-            rows_a, rows_b = inst.packed(first)  # rows as the model reads them
-            vids = []
-            for r in range(len(inst.c)):
-                name, idx = names[r]
-                vid = f"probe.{p.id}.{name}{'' if idx is None else f'[{idx}]'}{tag}"
-                prov = {"kind": "probe", "probe": p.id, "feature": p.feature,
-                        "vector": name, "source": p.source}
-                if idx is not None:
-                    prov["sweep_index"] = idx
-                if bnd:
-                    prov["bindings"] = dict(bnd)
-                bld.add(vid, rows_a[r], rows_b[r], inst.c[r], prov)
-                vids.append(vid)
-            documents[p.id] = p.document
-            rec = {"probe": p.id, "digest": p.digest, "feature": p.feature,
-                   "bindings": dict(bnd), "vectors": vids}
-            if carrier != sp.in_format:
-                rec["carrier"] = carrier
-            records.append(rec)
-    return records, documents
+        if vals not in by_values:
+            by_values[vals] = (expression_bindings(cfg, p.requires)
+                               if p.when_matches(dict(zip(fields, vals))) else None)
+        bnd = by_values[vals]
+        if bnd is None or bnd in bindings or not p.applies_to_config(cfg):
+            continue
+        key = tuple(sorted(bnd.items()))
+        if key not in holds:
+            holds[key] = any(
+                p.applies_to_formats(x, sp.c_format, sp.out_format, sp.k, y, fs)
+                and p.applies_when_holds(x, sp.c_format, sp.out_format, sp.k, bnd, y, fs)
+                for x, y in instantiation_formats(p, fa, fb))
+        if holds[key]:
+            bindings.append(bnd)
+            if len(bindings) > max_bindings:  # the rest would not be instantiated
+                break
+    if len(bindings) > max_bindings:
+        notes.append(f"probe {p.id}: more than {max_bindings} bindings of "
+                     f"{list(p.requires)} in the space; instantiated the first "
+                     f"{max_bindings}")
+        bindings = bindings[:max_bindings]
+    instances = []
+    for bnd in bindings:
+        inst, carrier = _instance(p, sp, bnd, fa, fb, notes)
+        if inst is None:
+            continue
+        tag = "" if not bnd else "@" + ",".join(f"{n}={v}" for n, v in sorted(bnd.items()))
+        names = {r: (n, None) for n, r in inst.rows.items()}
+        for sname, items in inst.sweeps.items():
+            for i, r in items:
+                names[r] = (sname, i)
+        rows_a, rows_b = inst.packed(first)  # rows as the model reads them
+        vids, provs = [], []
+        for r in range(len(inst.c)):
+            name, idx = names[r]
+            vids.append(f"probe.{p.id}.{name}{'' if idx is None else f'[{idx}]'}{tag}")
+            prov = {"kind": "probe", "probe": p.id, "feature": p.feature,
+                    "vector": name, "source": p.source}
+            if idx is not None:
+                prov["sweep_index"] = idx
+            if bnd:
+                prov["bindings"] = dict(bnd)
+            provs.append(prov)
+        rec = {"probe": p.id, "digest": p.digest, "feature": p.feature,
+               "bindings": dict(bnd), "vectors": vids}
+        if carrier != sp.in_format:
+            rec["carrier"] = carrier
+        instances.append((rec, vids, provs, np.asarray(rows_a, np.uint64),
+                          np.asarray(rows_b, np.uint64), [int(x) for x in inst.c]))
+    return notes, instances
 
 
 def _instance(p: Any, sp: CandidateSpace, bnd: dict[str, int], fa: str, fb: str,
@@ -346,7 +399,7 @@ def build_suite(space: CandidateSpace, opts: SuiteOptions, progress: Progress = 
     rng = np.random.default_rng(opts.seed)
     bld = _Builder(space)
     notes: list[str] = []
-    records, documents = probe_vectors(bld, opts.probe_files, notes)
+    records, documents = probe_vectors(bld, opts.probe_files, notes, jobs=opts.jobs)
     n_probe = len(bld.ids)
     ref = space.configs[0]
     if opts.random:

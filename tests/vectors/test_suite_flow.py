@@ -152,3 +152,20 @@ def test_device_callable_shapes():
     dev = virtual_device(cfg)
     d = dev(np.zeros((3, 4), np.uint64), np.zeros((3, 4), np.uint64), np.zeros(3, np.uint64))
     assert d.shape == (3,)
+
+
+def test_probe_vectors_in_processes_match_one_process(monkeypatch):
+    """Probes instantiated in forked workers (interleaved) come back in pipeline order:
+    the same vectors, provenance, records and notes as in one process."""
+    from mmaprobe.vectors import suite as suite_mod
+
+    space = neighbourhood("e4m3", "binary32", "binary32", 8)
+    monkeypatch.setattr(suite_mod, "PARALLEL_PROBES", 1)
+    out = []
+    for jobs in (1, 2):
+        bld, notes = suite_mod._Builder(space), []
+        records, documents = suite_mod.probe_vectors(bld, None, notes, jobs=jobs)
+        out.append((bld.ids, [x.tolist() for x in bld.a], [x.tolist() for x in bld.b], bld.c,
+                    bld.prov, records, sorted(documents), notes))
+    assert len(out[0][0]) > 1000
+    assert out[0] == out[1]
