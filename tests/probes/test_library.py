@@ -1903,6 +1903,30 @@ def test_sticky_probes_read_wide_products_into_narrow_outputs(tmp_path) -> None:
                       ("product_normalisation", "binary32-sticky-bfloat16")))
 
 
+STICKY_SPLIT = """\
+id: binary32-sticky-split-binary16
+formats: {in: binary32, c: binary16, out: binary16}
+k: [2, 4]
+fixed: {algorithm: fused, nfma: 1, align_rounding: rz_sticky, c_placement: early}
+vary:
+  neab: [1, 2, 3]
+  final_rounding: [rz, rne, rd, rna]
+  product_normalisation: [normalised, denormalised]
+"""
+
+
+def test_sticky_split_products_read_the_normalisation_beyond_the_input_precision(
+        tmp_path) -> None:
+    # binary32 into binary16 at F = 25 > in.t: 1.5 (1 + 2^-m + 2^-j) x 2 (1 - 2^-j) leaves
+    # 1.5 q (1 + 2^(m - j)) below an output value (m = 9, rz) or a midpoint (m = 10, rne),
+    # which the sticky bit of the normalised quantum 2q fills exactly
+    rep = _decided_by(tmp_path, STICKY_SPLIT, ("product-normalisation-sticky-split",
+                                               "product-normalisation-sticky-split-near"),
+                      "product_normalisation", "binary32-sticky-split-binary16")
+    tried = {r.probe.id: r.tried for r in rep.results}
+    assert tried["product-normalisation-sticky-split"] >= 16  # F = 24..26, rz and rd
+
+
 WIDE_K2 = """\
 id: binary64-k2-binary16
 formats: {in: binary64, c: binary16, out: binary16}
