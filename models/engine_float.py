@@ -28,9 +28,9 @@ from .reference import FDRDA_DOT_BITS as _FDRDA_DOT_BITS
 from .reference import GFDRDA_C_RZ_BELOW as _GFDRDA_C_RZ_BELOW
 
 _B32 = get_format("binary32")
-#: rows of one pass of :func:`run_float_variants` (all variants together): a (rows, k)
-#: float64 array stays within the L2 cache for k <= 32
-VARIANT_ROWS = 8192
+#: products (variants x rows x nfma) of one pass of :func:`run_float_variants`: a few
+#: megabytes per array, few passes (each pass loops over the blocks in Python)
+VARIANT_PRODUCTS = 1 << 18
 
 
 @functools.lru_cache(maxsize=32)
@@ -173,7 +173,7 @@ def run_float_variants(cfgs: Sequence[AccumulatorConfig], a, b, c, scales=None,
             [(md, slice(modes.index(md), len(modes) - modes[::-1].index(md)))
              for md in dict.fromkeys(modes)])
     out = np.empty((g, n), dtype=np.uint64)
-    step = max(1, VARIANT_ROWS // g)
+    step = max(1, VARIANT_PRODUCTS // (g * cfg.nfma))
     for lo in range(0, n, step):
         hi = min(n, lo + step)
         part = [tuple(x[lo:hi] for x in blk) for blk in blocks]

@@ -515,12 +515,12 @@ def test_variants_at_once_match_one_by_one(cfg, seed, kind, changes):
         if accumulator.variants_key(v) == key:
             variants.append(v)
     a, b, c = random_rows(cfg, 40, np.random.default_rng(seed), kind)
-    saved = engine_float.VARIANT_ROWS
-    engine_float.VARIANT_ROWS = 64  # passes of 64 // len(variants) rows
+    saved = engine_float.VARIANT_PRODUCTS
+    engine_float.VARIANT_PRODUCTS = 64  # passes of 64 // (len(variants) nfma) rows
     try:
         together = accumulator.evaluate_variants(variants, a, b, c)
     finally:
-        engine_float.VARIANT_ROWS = saved
+        engine_float.VARIANT_PRODUCTS = saved
     for v, row in zip(variants, together):
         bad = np.flatnonzero(row != evaluate(v, a, b, c))
         assert bad.size == 0, (v.describe(), kind, bad[:5])
