@@ -158,8 +158,8 @@ def variant_key(cfg: AccumulatorConfig) -> tuple:
 def run_float_variants(cfgs: Sequence[AccumulatorConfig], a, b, c, scales=None,
                        memo: dict | None = None) -> np.ndarray:
     """(len(cfgs), n): :func:`run_float` of configurations of one :func:`variant_key` at
-    once, their rows stacked (the loop over the blocks, the cost of a chained unit with
-    narrow blocks, runs once for all of them)."""
+    once, as (variants, rows) arrays beside one copy of the blocks' products (the loop over
+    the blocks, the cost of a chained unit with narrow blocks, runs once for all of them)."""
     # variants of one final rounding together: the rounding works on slices of variants
     order = sorted(range(len(cfgs)), key=lambda i: cfgs[i].final_rounding)
     cfgs = [cfgs[i] for i in order]

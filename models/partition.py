@@ -90,9 +90,15 @@ def _outputs_block(job: tuple, progress: Callable[[str], None] | None = None) ->
 
 def _outputs_parallel(configs, a, b, c, progress, jobs: int) -> np.ndarray:
     """outputs_matrix's loop over blocks of configurations in forked processes (blocks of
-    interleaved configurations, so that slow engines spread over the workers)."""
-    nblocks = min(len(configs), 4 * jobs)
-    blocks = [list(range(i, len(configs), nblocks)) for i in range(nblocks)]
+    interleaved configurations, so that slow engines spread over the workers; a float64
+    configuration's variants stay in one block, which evaluates them at once)."""
+    groups: dict[object, list[int]] = {}
+    for i, cfg in enumerate(configs):
+        groups.setdefault(variants_key(cfg) or i, []).append(i)
+    nblocks = min(len(groups), 4 * jobs)
+    blocks: list[list[int]] = [[] for _ in range(nblocks)]
+    for n, group in enumerate(groups.values()):
+        blocks[n % nblocks] += group
     out = np.empty((len(configs), a.shape[0]), dtype=np.uint64)
     ctx = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
