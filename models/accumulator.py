@@ -70,7 +70,8 @@ def evaluate(cfg: AccumulatorConfig, a, b, c, scale_a=None, scale_b=None,
 def evaluate_variants(cfgs: Sequence[AccumulatorConfig], a, b, c,
                       memo: dict | None = None) -> np.ndarray:
     """(len(cfgs), N): :func:`evaluate` of each configuration, where all of them have one
-    :func:`variants_key` (the float64 engine evaluates them at once).
+    :func:`variants_key` (the float64 engine evaluates them at once), or of one
+    configuration of any engine (a group of :func:`variant_groups`).
 
     >>> import dataclasses
     >>> from mmaprobe.models.presets import get_preset
@@ -83,6 +84,8 @@ def evaluate_variants(cfgs: Sequence[AccumulatorConfig], a, b, c,
     [['0x407fe000', '0x407fe001'], ['0x407fe000', '0x407fe002']]
     """
     cfg = cfgs[0]
+    if len(cfgs) == 1:
+        return evaluate(cfg, a, b, c, memo=memo)[None, :]
     key = variants_key(cfg)
     if key is None or any(variants_key(x) != key for x in cfgs[1:]):
         raise ValueError("evaluate_variants: configurations of different variants_key")
@@ -105,6 +108,25 @@ def variants_key(cfg: AccumulatorConfig) -> tuple | None:
     neab and the final rounding share a key, which :func:`evaluate_variants` evaluates at
     once; None for the other engines."""
     return variant_key(cfg) if _engine(cfg) is run_float else None
+
+
+def variant_groups(cfgs: Sequence[AccumulatorConfig]) -> list[list[int]]:
+    """Indices of cfgs by :func:`variants_key` (each group one call of
+    :func:`evaluate_variants`), in order of first appearance; the configurations of other
+    engines alone.
+
+    >>> import dataclasses
+    >>> from mmaprobe.models.presets import get_preset
+    >>> rz = get_preset("v100-fp16-fp32").config
+    >>> variant_groups([rz, get_preset("mi250x-fp32-fp32").config,
+    ...                 dataclasses.replace(rz, neab=2)])
+    [[0, 2], [1]]
+    """
+    groups: dict[object, list[int]] = {}
+    for i, cfg in enumerate(cfgs):
+        key = variants_key(cfg)
+        groups.setdefault(("alone", i) if key is None else key, []).append(i)
+    return list(groups.values())
 
 
 def products_key(cfg: AccumulatorConfig) -> tuple:

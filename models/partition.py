@@ -16,7 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from .accumulator import evaluate, evaluate_variants, products_key, variants_key
+from .accumulator import evaluate_variants, products_key, variant_groups
 from .config import AccumulatorConfig
 
 _MIX1 = np.uint64(0x9E3779B97F4A7C15)
@@ -56,10 +56,10 @@ def outputs_matrix(configs: Sequence[AccumulatorConfig], a: np.ndarray, b: np.nd
             a, b, c = a[first], b[first], c[first]
         else:
             inv = None
-    calls = len({variants_key(cfg) or i for i, cfg in enumerate(configs)})
-    work = (calls * FIXED_ROWS + len(configs) * a.shape[0]) * a.shape[1]
+    groups = variant_groups(configs)
+    work = (len(groups) * FIXED_ROWS + len(configs) * a.shape[0]) * a.shape[1]
     if jobs > 1 and len(configs) > 1 and work >= PARALLEL_WORK:
-        out = _outputs_parallel(configs, a, b, c, progress, jobs)
+        out = _outputs_parallel(configs, groups, a, b, c, progress, jobs)
     else:
         out = _outputs_block((configs, a, b, c), progress)
     return out if inv is None else out[:, inv]
@@ -71,33 +71,24 @@ def _outputs_block(job: tuple, progress: Callable[[str], None] | None = None) ->
     configs, a, b, c = job
     out = np.empty((len(configs), a.shape[0]), dtype=np.uint64)
     memo: dict = {}
-    groups: dict[tuple, list[int]] = {}
-    for i, cfg in enumerate(configs):
-        key = variants_key(cfg)
-        groups.setdefault(("alone", i) if key is None else key, []).append(i)
-    order = sorted(groups.values(), key=lambda g: products_key(configs[g[0]]))
+    order = sorted(variant_groups(configs), key=lambda g: products_key(configs[g[0]]))
     done = 0
     for group in order:
         if progress and done // 500 != (done + len(group)) // 500:
             progress(f"evaluated {done}/{len(configs)} configurations on {a.shape[0]} rows")
         done += len(group)
-        if len(group) == 1:
-            out[group[0]] = evaluate(configs[group[0]], a, b, c, memo=memo)
-        else:
-            out[group] = evaluate_variants([configs[i] for i in group], a, b, c, memo=memo)
+        out[group] = evaluate_variants([configs[i] for i in group], a, b, c, memo=memo)
     return out
 
 
-def _outputs_parallel(configs, a, b, c, progress, jobs: int) -> np.ndarray:
+def _outputs_parallel(configs, groups, a, b, c, progress, jobs: int) -> np.ndarray:
     """outputs_matrix's loop over blocks of configurations in forked processes (blocks of
     interleaved configurations, so that slow engines spread over the workers; a float64
-    configuration's variants stay in one block, which evaluates them at once)."""
-    groups: dict[object, list[int]] = {}
-    for i, cfg in enumerate(configs):
-        groups.setdefault(variants_key(cfg) or i, []).append(i)
+    configuration's variants, one of ``groups``, stay in one block, which evaluates them
+    at once)."""
     nblocks = min(len(groups), 4 * jobs)
     blocks: list[list[int]] = [[] for _ in range(nblocks)]
-    for n, group in enumerate(groups.values()):
+    for n, group in enumerate(groups):
         blocks[n % nblocks] += group
     out = np.empty((len(configs), a.shape[0]), dtype=np.uint64)
     ctx = multiprocessing.get_context("fork")

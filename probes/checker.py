@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from mmaprobe.models.accumulator import evaluate, evaluate_variants, variants_key
+from mmaprobe.models.accumulator import evaluate_variants, variant_groups
 from mmaprobe.models.config import AccumulatorConfig
 from mmaprobe.models.features import expression_bindings, feature_value
 from mmaprobe.models.formats import get_format
@@ -382,26 +382,18 @@ def run_check(probes: list[Probe], spaces: list[CandidateSpace],
         # (accumulator.evaluate_variants), as one call costs about as much as a few hundred
         # rows (its loop over the blocks)
         batches: list[tuple | None] = []
-        together: dict[tuple, list[int]] = {}
-        for ci, (cfg, todo) in enumerate(zip(space.configs, todos)):
-            if not todo:
-                batches.append(None)
-                continue
+        for cfg, todo in zip(space.configs, todos):
             bkey = tuple(id(inst) for _, inst in todo) + (cfg.scale_format, cfg.scales)
-            if bkey not in batch_cache:
+            if todo and bkey not in batch_cache:
                 batch_cache[bkey] = _batch(todo, cfg)
-            batches.append(batch_cache[bkey])
-            vkey = variants_key(cfg)
-            together.setdefault(("alone", ci) if vkey is None else vkey, []).append(ci)
+            batches.append(batch_cache[bkey] if todo else None)
+        tried = [ci for ci, todo in enumerate(todos) if todo]
         outs: dict[int, np.ndarray] = {}
-        for group in together.values():
+        for members in variant_groups([space.configs[ci] for ci in tried]):
+            group = [tried[i] for i in members]
             a_arr, b_arr, c_arr, picks = _union([batches[i] for i in group])
-            if len(group) == 1:
-                outs[group[0]] = evaluate(space.configs[group[0]], a_arr, b_arr, c_arr)
-            else:
-                many = evaluate_variants([space.configs[i] for i in group], a_arr, b_arr,
-                                         c_arr)
-                outs.update((i, many[j][pick]) for j, (i, pick) in enumerate(zip(group, picks)))
+            many = evaluate_variants([space.configs[i] for i in group], a_arr, b_arr, c_arr)
+            outs.update((i, many[j][pick]) for j, (i, pick) in enumerate(zip(group, picks)))
             calls += 1
             total_rows += len(c_arr) * len(group)
         for ci, (cfg, todo) in enumerate(zip(space.configs, todos)):
